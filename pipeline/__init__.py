@@ -1,0 +1,1 @@
+"""stomp-lake: STOMP traffic capture and analytics on Spark and Delta Lake."""

@@ -1,0 +1,27 @@
+"""Shared fixtures. One SparkSession for the whole run, as Delta's DeltaTestCase does."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+DATA = REPO / "tests" / "data"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    os.environ.setdefault("STOMP_LAKE_WORK", str(tmp_path_factory.mktemp("spark-work")))
+    from pipeline.spark.session import build_spark
+
+    session = build_spark("local[2]", app_name="stomp-lake-tests")
+    yield session
+    session.stop()
