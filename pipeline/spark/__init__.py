@@ -1,1 +1,1 @@
-"""Spark side of the pipeline: session set-up and the jobs (functions from DataFrames to DataFrames)."""
+"""Spark side of the pipeline: session set-up and jobs (functions from DataFrames to DataFrames)."""

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import heapq
 import ipaddress
+import itertools
 import random
 import struct
 from dataclasses import dataclass, field
@@ -264,15 +265,20 @@ def _extras(
 ) -> list[_Item]:
     """Duplicates, overlapping rewrites and probes, each placed after what it re-sends."""
     extras: list[_Item] = []
+    if not (pert.duplicate or pert.overlap or pert.keepalive or pert.zero_window_probe):
+        return extras
     for from_client in (True, False):
         mine = sorted((i for i in kept if i.from_client == from_client), key=lambda i: i.offset)
         dropped = truth.direction(from_client).dropped
+        # after[n]: capture position by which all data up to mine[n] is in;
+        # before[n]: first capture position of any later data
+        after = list(itertools.accumulate((i.key for i in mine), max))
+        before = list(itertools.accumulate((i.key for i in reversed(mine)), min))[::-1]
+        before = before[1:] + [float("inf")]
         for n, item in enumerate(mine):
             end = item.offset + len(item.data)
-            after = max(i.key for i in mine[: n + 1])  # all data before `end` captured by then
-            before = min((i.key for i in mine[n + 1 :]), default=float("inf"))
             if rng.random() < pert.duplicate:
-                extras.append(_copy(item, item.data, after + 0.5 + rng.random() * 2))
+                extras.append(_copy(item, item.data, after[n] + 0.5 + rng.random() * 2))
             nxt = mine[n + 1] if n + 1 < len(mine) else None
             if (
                 nxt is not None
@@ -284,18 +290,18 @@ def _extras(
                 hi = nxt.offset + max(1, len(nxt.data) // 2)
                 whole = item.data + nxt.data
                 altered = bytes(b ^ 0xFF for b in whole[lo - item.offset : hi - item.offset])
-                key = max(after, nxt.key) + 0.5 + rng.random() * 2
+                key = max(after[n], nxt.key) + 0.5 + rng.random() * 2
                 extras.append(_Item(key, nxt.nominal_ns, from_client, lo, altered, PSH | ACK))
                 truth.direction(from_client).conflicts.append((lo, hi - lo))
-            idle = before > after + 0.02  # room for a probe between the two
+            idle = before[n] > after[n] + 0.02  # room for a probe between the two
             if idle and rng.random() < pert.keepalive:
                 garbage = bytes([item.data[-1] ^ 0xFF])
                 extras.append(
-                    _Item(_between(after, before, rng), 0, from_client, end - 1, garbage, ACK)
+                    _Item(_between(after[n], before[n], rng), 0, from_client, end - 1, garbage, ACK)
                 )
             if idle and rng.random() < pert.zero_window_probe:
                 extras.append(
-                    _Item(_between(after, before, rng), 0, from_client, end - 1, b"", ACK)
+                    _Item(_between(after[n], before[n], rng), 0, from_client, end - 1, b"", ACK)
                 )
     return extras
 

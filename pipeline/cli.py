@@ -1,0 +1,129 @@
+"""`stomp-lake`: the pipeline's command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipeline.spark.session import DEFAULT_MASTER
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLES_DIR = REPO_ROOT / "samples"
+
+
+def _body_mode(text: str) -> tuple[str, int]:
+    if text in ("hash", "full"):
+        return text, 0
+    if text.startswith("preview:") and text[8:].isdigit():
+        return "preview", int(text[8:])
+    raise argparse.ArgumentTypeError("expected hash, full or preview:N")
+
+
+def _ports(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.split(",") if p)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of ports") from exc
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", required=True, type=Path, help="lake root directory")
+    parser.add_argument(
+        "--master", default=DEFAULT_MASTER, help="Spark master URL (default %(default)s)"
+    )
+    parser.add_argument(
+        "--batch-id",
+        help="batch id (default: derived from the new files: a re-run of them is the same batch)",
+    )
+    parser.add_argument(
+        "--body",
+        type=_body_mode,
+        default=("hash", 0),
+        metavar="hash|preview:N|full",
+        help="body kept: sha256 and length only (default), the first N bytes, or all",
+    )
+    parser.add_argument(
+        "--hash-logins",
+        metavar="KEY_FILE",
+        type=Path,
+        help="replace logins with an HMAC-SHA256 keyed by the contents of KEY_FILE",
+    )
+    parser.add_argument(
+        "--broker-ports",
+        type=_ports,
+        default=(61613, 61614),
+        help="broker ports, for connections whose handshake was not captured (default %(default)s)",
+    )
+    parser.add_argument(
+        "--open-connections",
+        choices=("carry", "close"),
+        default="carry",
+        help="connections open at the end of the input: carry their state to the next run "
+        "(default) or end them as 'capture_end'",
+    )
+    parser.add_argument(
+        "--wait-lock",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait this long for another run on the same lake to finish (default: refuse at once)",
+    )
+    parser.add_argument(
+        "--no-validate", action="store_true", help="skip the Great Expectations gate"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stomp-lake", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="ingest capture files into the lake's Delta tables")
+    run.add_argument(
+        "--input",
+        nargs="+",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="capture files or directories (searched recursively for .pcap/.pcapng/.cap)",
+    )
+    _add_run_options(run)
+
+    demo = sub.add_parser("demo", help="run the main job over the bundled sample captures")
+    demo.add_argument(
+        "--lake", type=Path, default=Path("work/lake"), help="lake root (default %(default)s)"
+    )
+    demo.add_argument("--master", default=DEFAULT_MASTER)
+
+    tables = sub.add_parser("tables", help="list the lake's tables with versions and row counts")
+    tables.add_argument("--lake", required=True, type=Path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "tables":
+        from pipeline.commands.tables import print_tables
+
+        return print_tables(args.lake)
+    from pipeline.commands.run import run_from_args
+
+    if args.command == "demo":
+        argv2 = [
+            "run",
+            "--input",
+            str(SAMPLES_DIR),
+            "--lake",
+            str(args.lake),
+            "--master",
+            args.master,
+            "--open-connections",
+            "close",
+        ]
+        return run_from_args(build_parser().parse_args(argv2), demo=True)
+    return run_from_args(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

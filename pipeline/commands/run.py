@@ -1,0 +1,218 @@
+"""`stomp-lake run`: capture files -> the lake's Delta tables, incrementally and idempotently.
+
+Order of a batch, chosen so a run killed anywhere can simply be run again:
+begin (pending batch names its files) -> compute -> validate -> commit each table (skipped when
+the table already holds the batch) -> write carried connection state -> ledger -> move the state
+pointer -> finish (pending mark removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import schemas
+from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
+from pipeline.lake.fingerprint import FileFingerprint
+from pipeline.lake.orphans import cleanup_lake
+from pipeline.lake.writer import write_table_batch
+from pipeline.session import ModelOptions
+
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
+
+
+@dataclass(slots=True)
+class RunConfig:
+    inputs: list[Path]
+    lake: Path
+    master: str = "local[*]"
+    batch_id: str | None = None
+    options: ModelOptions = field(default_factory=ModelOptions)
+    broker_ports: tuple[int, ...] = (61613, 61614)
+    close_open: bool = False
+    wait_lock: float = 0.0
+    validate: bool = True
+
+
+@dataclass(slots=True)
+class RunResult:
+    batch_id: str | None
+    files: int
+    counts: dict[str, Any]
+    elapsed_s: float
+    tables: dict[str, int] = field(default_factory=dict)  # table -> version after the run
+    skipped_files: dict[str, list[str]] = field(default_factory=dict)
+
+
+def discover(inputs: Iterable[Path]) -> list[str]:
+    """Capture files under the inputs; files still being written (temp names) are left alone."""
+    found: list[str] = []
+    for path in inputs:
+        candidates = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for candidate in candidates:
+            name = candidate.name
+            if name.startswith(".") or name.endswith(".partial") or not candidate.is_file():
+                continue
+            if path.is_dir() and not name.lower().endswith(CAPTURE_SUFFIXES):
+                continue
+            found.append(str(candidate.resolve()))
+    return found
+
+
+def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
+    started = time.monotonic()
+    lake = Lake(config.lake).ensure()
+    with lake_lock(lake, wait=config.wait_lock):
+        ledger = Ledger(lake)
+        pending = pending_batch(lake)
+        if pending is not None:
+            progress(f"resuming batch {pending.batch_id} left unfinished by an earlier run")
+            batch, skipped = pending, {}
+        else:
+            scan = ledger.scan(discover(config.inputs))
+            skipped = _skipped(scan)
+            if not scan.new and not config.close_open:
+                progress("no new capture files")
+                return RunResult(None, 0, {}, time.monotonic() - started, skipped_files=skipped)
+            batch = begin_batch(lake, scan.new, batch_id=config.batch_id)
+        if carried.current_state_batch(lake) == batch.batch_id:
+            progress(f"batch {batch.batch_id} was complete but for its final mark")
+            finish_batch(lake, batch.batch_id)
+            return RunResult(batch.batch_id, len(batch.files), {}, time.monotonic() - started)
+        result = _run_batch(config, lake, ledger, batch.batch_id, batch.files, progress)
+        result.skipped_files = skipped
+        result.elapsed_s = time.monotonic() - started
+        return result
+
+
+def _skipped(scan: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    if scan.duplicates:
+        out["same content as an ingested file"] = [d.file.path for d in scan.duplicates]
+    if scan.changed:
+        out["changed since it was ingested"] = [f.path for f in scan.changed]
+    if scan.problems:
+        out["unreadable or still changing"] = [f"{p.path}: {p.detail}" for p in scan.problems]
+    return out
+
+
+def _run_batch(
+    config: RunConfig,
+    lake: Lake,
+    ledger: Ledger,
+    batch_id: str,
+    files: tuple[FileFingerprint, ...],
+    progress: Callable[[str], None],
+) -> RunResult:
+    from pyspark import StorageLevel
+
+    from pipeline.flows import RunnerConfig
+    from pipeline.spark.anomalies import capture_anomalies
+    from pipeline.spark.captures import packets_frame
+    from pipeline.spark.flows import STATE_KIND, flow_pass, split_tables
+    from pipeline.spark.session import build_spark
+    from pipeline.spark.summary import capture_stats, table_counts
+
+    paths = [f.path for f in files]
+    progress(f"batch {batch_id}: {len(paths)} capture files")
+    cleanup_lake(lake)
+    spark = build_spark(config.master)
+    progress("stage 1/4: reading packets")
+    packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
+    runner = RunnerConfig(tuple(paths), config.options, config.broker_ports, config.close_open)
+    state = carried.read_carried(spark, lake)
+    partitions = max(2, spark.sparkContext.defaultParallelism * 2)
+    progress("stage 2/4: reassembling and decoding sessions")
+    tagged = flow_pass(packets, state, runner, partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    tables = split_tables(tagged, batch_id)
+    tables["anomalies"] = tables["anomalies"].unionByName(
+        capture_anomalies(packets, paths, batch_id)
+    )
+    counts = table_counts(tables)
+    counts.update(capture_stats(packets))
+    if config.validate:
+        progress("stage 3/4: validating")
+        from pipeline.validation.gate import validate_batch
+
+        validate_batch(spark, lake, batch_id, tables, counts)
+    progress("stage 4/4: committing")
+    versions = {}
+    for name, frame in tables.items():
+        schema = schemas.load(name)
+        written = write_table_batch(
+            frame,
+            lake,
+            name,
+            schema=schema.spark_schema(),
+            partition_by=list(schema.partition_by),
+            batch_id=batch_id,
+        )
+        versions[name] = written.version
+    carried.write_carried(tagged.where(f"kind = '{STATE_KIND}'"), lake, batch_id)
+    ledger.record(files, batch_id)
+    carried.advance(lake, batch_id)
+    finish_batch(lake, batch_id)
+    tagged.unpersist()
+    packets.unpersist()
+    return RunResult(batch_id, len(paths), counts, 0.0, versions)
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    body_mode, preview = args.body
+    key = args.hash_logins.read_bytes().strip() if args.hash_logins else None
+    return RunConfig(
+        inputs=list(args.input),
+        lake=args.lake,
+        master=args.master,
+        batch_id=args.batch_id,
+        options=ModelOptions(body_mode=body_mode, preview_bytes=preview, login_hash_key=key),
+        broker_ports=args.broker_ports,
+        close_open=args.open_connections == "close",
+        wait_lock=args.wait_lock,
+        validate=not args.no_validate,
+    )
+
+
+def format_summary(result: RunResult, lake: Path) -> str:
+    c = result.counts
+    lines = [f"batch {result.batch_id}: {result.files} files in {result.elapsed_s:.1f} s"]
+    if c:
+        lines.append(
+            f"  packets {c.get('packets', 0)} (tcp {c.get('tcp_packets', 0)}, other "
+            f"{c.get('non_tcp_packets', 0)}), sessions {c['sessions']}, frames {c['frames']}, "
+            f"messages {c['messages']}, acks {c['acks']}, heart-beats {c['heartbeats']}"
+        )
+        lines.append(
+            f"  violations {c['violations']}, gap bytes {c['gap_bytes']}, "
+            f"anomalies {c['anomalies']}, errors {c['errors']}"
+        )
+        by_command = ", ".join(f"{k} {v}" for k, v in sorted(c["frames_by_command"].items()))
+        lines.append(f"  frames by command: {by_command}")
+    for reason, paths in result.skipped_files.items():
+        lines.append(f"  skipped ({reason}): {len(paths)} files")
+    lines.append(f"tables: {Path(lake).resolve() / 'tables'}")
+    return "\n".join(lines)
+
+
+def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
+    from pipeline.lake import LakeBusy
+
+    config = config_from_args(args)
+
+    def progress(message: str) -> None:
+        print(f"[stomp-lake] {message}", file=sys.stderr, flush=True)
+
+    try:
+        result = run(config, progress)
+    except LakeBusy as busy:
+        print(f"stomp-lake: {busy}", file=sys.stderr)
+        return 3
+    print(format_summary(result, config.lake))
+    if demo:
+        print(f"query them: .venv/bin/stomp-lake tables --lake {config.lake}")
+    return 0

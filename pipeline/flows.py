@@ -1,0 +1,230 @@
+"""Drives each TCP flow's packets through connection tracking, reassembly and the session model.
+
+Pure Python, no Spark: the Spark job feeds it one partition's rows sorted by (flow_key, ts_ns),
+with the saved state of a flow (if any) ahead of its packets. Payloads are read back from the
+capture files by offset. At the end of a flow's rows, a connection that is over is finished; one
+still open is either carried (pickled into a state row for the next run) or, when the run is told
+to close open connections, finished with end reason `capture_end`.
+"""
+
+from __future__ import annotations
+
+import mmap
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pipeline.ingest.records import FIN, RST, TcpPacket
+from pipeline.reassembly import Closed, Conflict, Data, Gap, Opened, Segment
+from pipeline.reassembly.connections import Connection, ConnectionTracker
+from pipeline.session import Endpoint, ModelOptions, SessionModel
+
+SERVER_COMMANDS = (b"CONNECTED", b"MESSAGE", b"RECEIPT", b"ERROR")
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerConfig:
+    paths: tuple[str, ...]  # capture files of this run, indexed by file_id
+    options: ModelOptions = field(default_factory=ModelOptions)
+    broker_ports: tuple[int, ...] = (61613, 61614)
+    close_open: bool = False
+
+
+@dataclass(slots=True)
+class FlowState:
+    """Everything needed to continue a flow in a later run."""
+
+    tracker: ConnectionTracker
+    model: SessionModel | None
+    version: int = STATE_VERSION
+
+
+class PayloadFiles:
+    """Capture files mapped once per task; payloads are slices of the maps."""
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        self.paths = paths
+        self._maps: dict[int, mmap.mmap | bytes] = {}
+
+    def read(self, file_id: int, offset: int, length: int) -> bytes:
+        buf = self._maps.get(file_id)
+        if buf is None:
+            with open(self.paths[file_id], "rb") as handle:
+                try:
+                    buf = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                except ValueError:  # empty file
+                    buf = b""
+            self._maps[file_id] = buf
+        return buf[offset : offset + length]
+
+    def close(self) -> None:
+        for buf in self._maps.values():
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+        self._maps.clear()
+
+
+class FlowRunner:
+    """Feed rows (packets and state) sorted by flow; drain tagged table rows."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self.files = PayloadFiles(config.paths)
+        self._flow_key: str | None = None
+        self._state: FlowState | None = None
+        self._out: dict[str, list[dict]] = {}
+        self._out_keys: dict[str, list[str | None]] = {}
+        self._pending = 0
+
+    # -- input -------------------------------------------------------------------------------
+    def feed(self, row: dict) -> None:
+        key = row["flow_key"]
+        if key != self._flow_key:
+            self._end_flow()
+            self._flow_key = key
+        if row.get("record_type") == "state":
+            self._state = _load_state(row["state"])
+            return
+        packet = TcpPacket(
+            row["ts_ns"],
+            row["src_ip"],
+            row["src_port"],
+            row["dst_ip"],
+            row["dst_port"],
+            row["seq"],
+            row["ack"],
+            row["flags"],
+            row["window"],
+            row["payload_offset"],
+            row["payload_len"],
+            row["wire_len"],
+            row["record_offset"],
+        )
+        file_id = row["file_id"]
+        payload = self.files.read(file_id, packet.payload_offset, packet.payload_len)
+        self._packet(packet, payload, (self.config.paths[file_id], packet.record_offset))
+
+    def close(self) -> None:
+        self._end_flow()
+        self.files.close()
+
+    # -- output ------------------------------------------------------------------------------
+    def pending_rows(self) -> int:
+        return self._pending
+
+    def drain(self) -> Iterator[tuple[str, list[dict], list[str | None]]]:
+        out, keys = self._out, self._out_keys
+        self._out, self._out_keys, self._pending = {}, {}, 0
+        for kind, rows in out.items():
+            yield kind, rows, keys[kind]
+
+    def _emit(self, kind: str, rows: list[dict]) -> None:
+        if not rows:
+            return
+        self._out.setdefault(kind, []).extend(rows)
+        self._out_keys.setdefault(kind, []).extend([self._flow_key] * len(rows))
+        self._pending += len(rows)
+
+    def _collect(self, model: SessionModel) -> None:
+        for table, rows in model.drain().items():
+            self._emit(table, rows)
+
+    # -- one flow ----------------------------------------------------------------------------
+    def _packet(self, packet: TcpPacket, payload: bytes, source: tuple[str, int]) -> None:
+        state = self._state
+        if state is None:
+            tracker = ConnectionTracker(broker_ports=self.config.broker_ports)
+            state = self._state = FlowState(tracker, None)
+        swapped = False
+        for event in state.tracker.add(packet, payload):
+            if type(event) is Segment:
+                if state.model is None:
+                    swapped = self._start_model(state, event)
+                if swapped:  # events of this packet were made before the roles were swapped
+                    event = Segment(event.connection_id, not event.from_client, event.event)
+            self._on_event(state, event, source)
+        conn = state.tracker.connection
+        if state.model is not None and conn is not None and packet.flags & (FIN | RST):
+            sender = (packet.src_ip, packet.src_port)
+            direction = "c2s" if sender == conn.client else "s2c"
+            state.model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
+            self._collect(state.model)
+
+    def _on_event(self, state: FlowState, event: object, source: tuple[str, int] | None) -> None:
+        if type(event) is Segment:
+            if state.model is None:
+                self._start_model(state, event)
+            model = state.model
+            direction = "c2s" if event.from_client else "s2c"
+            inner = event.event
+            if type(inner) is Data:
+                model.on_data(direction, inner.ts_ns, inner.offset, inner.data, source)
+            elif type(inner) is Gap:
+                model.on_gap(direction, inner.ts_ns, inner.offset, inner.size)
+            elif type(inner) is Conflict:
+                model.on_conflict(direction, inner.ts_ns, inner.offset, inner.size)
+            self._collect(model)
+        elif type(event) is Opened:
+            state.model = None
+        elif type(event) is Closed:
+            model = state.model or self._model_for(event.connection)
+            model.finish(event.connection.last_ts_ns)
+            self._collect(model)
+            state.model = None
+
+    def _start_model(self, state: FlowState, first: Segment) -> bool:
+        """Create the connection's model; True when the first bytes showed the roles were wrong."""
+        conn = state.tracker.connection
+        assert conn is not None
+        swap = (
+            conn.role_source == "unknown" and first.from_client and _looks_like_server(first.event)
+        )
+        if swap:
+            state.tracker.swap_roles()
+        state.model = self._model_for(conn)
+        return swap
+
+    def _model_for(self, conn: Connection) -> SessionModel:
+        return SessionModel(
+            conn.connection_id,
+            Endpoint(conn.client_ip, conn.client_port),
+            Endpoint(conn.server_ip, conn.server_port),
+            self.config.options,
+            mid_stream=conn.role_source not in ("syn", "syn_ack"),
+        )
+
+    def _end_flow(self) -> None:
+        state, key = self._state, self._flow_key
+        self._state = None
+        if state is None:
+            return
+        conn = state.tracker.connection
+        if conn is None:
+            return
+        if conn.closed or self.config.close_open:
+            for event in state.tracker.flush():
+                if type(event) is Closed:
+                    model = state.model or self._model_for(event.connection)
+                    model.finish(
+                        event.connection.last_ts_ns, None if conn.closed else "capture_end"
+                    )
+                    self._collect(model)
+                    state.model = None
+                else:
+                    self._on_event(state, event, None)
+            return
+        self._out.setdefault("_state", []).append({"state": pickle.dumps(state, protocol=5)})
+        self._out_keys.setdefault("_state", []).append(key)
+        self._pending += 1
+
+
+def _looks_like_server(event: object) -> bool:
+    return type(event) is Data and event.data.lstrip(b"\r\n").startswith(SERVER_COMMANDS)
+
+
+def _load_state(blob: bytes) -> FlowState:
+    state = pickle.loads(blob)
+    if not isinstance(state, FlowState) or state.version != STATE_VERSION:
+        raise ValueError("carried connection state from an incompatible version of stomp-lake")
+    return state

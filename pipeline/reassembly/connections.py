@@ -1,0 +1,266 @@
+"""Sans-IO connection tracking over the packets of ONE 4-tuple, in capture-time order.
+
+The caller groups packets by `canonical_key` (across files), sorts each group by capture time
+and feeds it to a ConnectionTracker with the captured payload of every packet.
+
+Connections: a SYN starts a new connection unless it repeats the current one's SYN (same
+sender, same ISN); a SYN-ACK starts one when it cannot belong to the current connection; a
+data segment far outside the stream after the current connection closed (FIN both ways or
+RST) starts one too (a reuse whose handshake was not captured).
+
+Roles: the SYN sender is the client ("syn"); else the SYN-ACK sender is the server
+("syn_ack"); else the endpoint on a configured broker port is the server ("broker_port");
+else the sender of the first packet is taken as client and role_source is "unknown": the
+caller decides from the first STOMP frames and may call `swap_roles()`.
+
+Connection ids: `connection_id()` = sha1 over "ip|port|ip|port|first_ts_ns" with the two
+endpoints in canonical order (as `canonical_key`), hex, first 16 characters.  It does not
+depend on roles, so a swap keeps it, and it is the same whichever file a packet came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
+from pipeline.reassembly.stream import StreamEvent, StreamReassembler
+
+Endpoint = tuple[str, int]
+FAR_AWAY = 1 << 24  # sequence distance taken as "another connection" after a close
+
+
+def canonical_key(packet: TcpPacket) -> tuple[str, int, str, int]:
+    """The 4-tuple with the smaller (ip, port) endpoint first: the grouping key."""
+    a, b = (packet.src_ip, packet.src_port), (packet.dst_ip, packet.dst_port)
+    if b < a:
+        a, b = b, a
+    return a[0], a[1], b[0], b[1]
+
+
+def connection_id(ip_a: str, port_a: int, ip_b: str, port_b: int, first_ts_ns: int) -> str:
+    a, b = (ip_a, port_a), (ip_b, port_b)
+    if b < a:
+        a, b = b, a
+    text = f"{a[0]}|{a[1]}|{b[0]}|{b[1]}|{first_ts_ns}"
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class Connection:
+    connection_id: str
+    client_ip: str
+    client_port: int
+    server_ip: str
+    server_port: int
+    role_source: str  # "syn" | "syn_ack" | "broker_port" | "unknown"
+    first_ts_ns: int
+    last_ts_ns: int
+    client_isn: int | None = None
+    server_isn: int | None = None
+    client_end: str = "none"  # how the client's direction ended: "fin" | "rst" | "none"
+    server_end: str = "none"
+    client_packets: int = 0
+    server_packets: int = 0
+
+    @property
+    def client(self) -> Endpoint:
+        return self.client_ip, self.client_port
+
+    @property
+    def server(self) -> Endpoint:
+        return self.server_ip, self.server_port
+
+    @property
+    def closed(self) -> bool:
+        ends = (self.client_end, self.server_end)
+        return "rst" in ends or ends == ("fin", "fin")
+
+    def swap_roles(self) -> None:
+        self.client_ip, self.server_ip = self.server_ip, self.client_ip
+        self.client_port, self.server_port = self.server_port, self.client_port
+        self.client_isn, self.server_isn = self.server_isn, self.client_isn
+        self.client_end, self.server_end = self.server_end, self.client_end
+        self.client_packets, self.server_packets = self.server_packets, self.client_packets
+
+
+@dataclass(slots=True, frozen=True)
+class Opened:
+    connection: Connection
+
+
+@dataclass(slots=True, frozen=True)
+class Segment:
+    """A reassembly event of one direction (Data, Gap or Conflict)."""
+
+    connection_id: str
+    from_client: bool
+    event: StreamEvent
+
+
+@dataclass(slots=True, frozen=True)
+class Closed:
+    """The connection is over (superseded by a new one, or flush); no more events for it."""
+
+    connection: Connection
+
+
+ConnectionEvent = Opened | Segment | Closed
+
+
+class ConnectionTracker:
+    """Splits one 4-tuple's packets into connections and reassembles both directions."""
+
+    __slots__ = (
+        "broker_ports",
+        "max_pending_bytes",
+        "history_bytes",
+        "connection",
+        "foreign_packets",
+        "_streams",
+    )
+
+    def __init__(
+        self,
+        *,
+        broker_ports: Iterable[int] = (),
+        max_pending_bytes: int = 8 * 1024 * 1024,
+        history_bytes: int = 64 * 1024,
+    ) -> None:
+        self.broker_ports = frozenset(broker_ports)
+        self.max_pending_bytes = max_pending_bytes
+        self.history_bytes = history_bytes
+        self.connection: Connection | None = None
+        self.foreign_packets = 0  # packets not of this tracker's 4-tuple (ignored)
+        self._streams: dict[Endpoint, StreamReassembler] = {}
+
+    def add(self, packet: TcpPacket, payload: bytes) -> list[ConnectionEvent]:
+        """Take the next packet of the 4-tuple (capture-time order) with its captured payload."""
+        events: list[ConnectionEvent] = []
+        conn = self.connection
+        sender = (packet.src_ip, packet.src_port)
+        if conn is not None and sender != conn.client and sender != conn.server:
+            self.foreign_packets += 1
+            return events
+        if conn is None or self._starts_new(conn, packet, sender):
+            if conn is not None:
+                self._close(events)
+            conn = self._open(packet)
+            events.append(Opened(conn))
+        self._track(conn, packet, sender)
+        stream = self._streams.get(sender)
+        if stream is None:
+            isn = conn.client_isn if sender == conn.client else conn.server_isn
+            stream = self._streams[sender] = StreamReassembler(
+                isn, max_pending_bytes=self.max_pending_bytes, history_bytes=self.history_bytes
+            )
+        from_client = sender == conn.client
+        conn_id = conn.connection_id
+        for event in stream.add(
+            packet.seq, payload, packet.ts_ns, flags=packet.flags, wire_len=packet.wire_len
+        ):
+            events.append(Segment(conn_id, from_client, event))
+        return events
+
+    def flush(self) -> list[ConnectionEvent]:
+        """End of input for this 4-tuple: deliver what is left and close the connection."""
+        events: list[ConnectionEvent] = []
+        if self.connection is not None:
+            self._close(events)
+        return events
+
+    def swap_roles(self) -> None:
+        """Exchange client and server of the current connection (for later events)."""
+        if self.connection is not None:
+            self.connection.swap_roles()
+
+    def stream(self, from_client: bool) -> StreamReassembler | None:
+        """The reassembler of one direction of the current connection, if it has started."""
+        conn = self.connection
+        if conn is None:
+            return None
+        return self._streams.get(conn.client if from_client else conn.server)
+
+    def _starts_new(self, conn: Connection, packet: TcpPacket, sender: Endpoint) -> bool:
+        flags = packet.flags
+        if flags & SYN and not flags & ACK:
+            return sender != conn.client or conn.client_isn != packet.seq
+        if flags & SYN:  # SYN-ACK
+            if conn.server_isn is not None:
+                return sender != conn.server or conn.server_isn != packet.seq
+            expected_client_isn = (packet.ack - 1) & 0xFFFFFFFF
+            return conn.closed or (
+                conn.client_isn is not None
+                and (sender != conn.server or conn.client_isn != expected_client_isn)
+            )
+        if conn.closed and packet.payload_len and not flags & RST:
+            stream = self._streams.get(sender)
+            if stream is not None and stream.next_seq is not None:
+                distance = (packet.seq - stream.next_seq) & 0xFFFFFFFF
+                return min(distance, (1 << 32) - distance) > FAR_AWAY
+        return False
+
+    def _open(self, packet: TcpPacket) -> Connection:
+        src, dst = (packet.src_ip, packet.src_port), (packet.dst_ip, packet.dst_port)
+        flags = packet.flags
+        client_isn = server_isn = None
+        if flags & SYN and not flags & ACK:
+            client, server, source, client_isn = src, dst, "syn", packet.seq
+        elif flags & SYN:
+            client, server, source = dst, src, "syn_ack"
+            server_isn, client_isn = packet.seq, (packet.ack - 1) & 0xFFFFFFFF
+        elif dst[1] in self.broker_ports and src[1] not in self.broker_ports:
+            client, server, source = src, dst, "broker_port"
+        elif src[1] in self.broker_ports and dst[1] not in self.broker_ports:
+            client, server, source = dst, src, "broker_port"
+        else:
+            client, server, source = src, dst, "unknown"
+        conn_id = connection_id(src[0], src[1], dst[0], dst[1], packet.ts_ns)
+        conn = Connection(
+            conn_id,
+            client[0],
+            client[1],
+            server[0],
+            server[1],
+            source,
+            packet.ts_ns,
+            packet.ts_ns,
+            client_isn,
+            server_isn,
+        )
+        self.connection = conn
+        self._streams = {}
+        return conn
+
+    def _track(self, conn: Connection, packet: TcpPacket, sender: Endpoint) -> None:
+        conn.last_ts_ns = packet.ts_ns
+        is_client = sender == conn.client
+        if is_client:
+            conn.client_packets += 1
+        else:
+            conn.server_packets += 1
+        flags = packet.flags
+        if flags & SYN and flags & ACK and not is_client and conn.server_isn is None:
+            conn.server_isn = packet.seq
+        if flags & RST:
+            end = "rst"
+        elif flags & FIN:
+            end = "fin"
+        else:
+            return
+        if is_client and conn.client_end != "rst":
+            conn.client_end = end
+        elif not is_client and conn.server_end != "rst":
+            conn.server_end = end
+
+    def _close(self, events: list[ConnectionEvent]) -> None:
+        conn = self.connection
+        assert conn is not None
+        for sender, stream in self._streams.items():
+            from_client = sender == conn.client
+            for event in stream.flush():
+                events.append(Segment(conn.connection_id, from_client, event))
+        events.append(Closed(conn))
+        self.connection = None
+        self._streams = {}

@@ -1,0 +1,333 @@
+"""Sans-IO reassembly of one direction of a TCP connection into stream-ordered events.
+
+Sequence numbers are unwrapped into 64-bit absolute positions; `offset` values in events are
+stream offsets (0 = first byte after the SYN, or the first data byte seen when the SYN was not
+captured).
+
+Rules:
+- Data events come out in stream order only, one per captured piece, stamped with the capture
+  time of the segment that carried it.
+- First wins: bytes already received (delivered, or buffered out of order) are kept; a later
+  segment re-sending them with different bytes yields a Conflict over the differing span.
+  Delivered bytes are compared while they are still in the `history_bytes` tail.
+- Keep-alives (0 or 1 byte re-sending the highest byte seen so far) are ignored.  Linux
+  zero-window probes look the same; BSD-style probes carry the genuine next byte, so
+  first-wins makes them harmless.
+- A payload cut by the snapshot length (wire_len > len(payload)) leaves a known hole, reported
+  as a Gap as soon as the stream reaches it (unless other captured bytes fill it first).
+- Out-of-order bytes wait in a buffer of at most max_pending_bytes; beyond that the earliest
+  hole is declared a Gap and delivery goes on.  flush() declares all remaining holes, and the
+  hole up to a captured FIN.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass
+
+SEQ_MOD = 1 << 32
+HALF = 1 << 31
+FIN = 0x01
+SYN = 0x02
+RST = 0x04
+
+
+@dataclass(slots=True, frozen=True)
+class Data:
+    offset: int
+    ts_ns: int
+    data: bytes
+
+
+@dataclass(slots=True, frozen=True)
+class Gap:
+    """Bytes [offset, offset + size) were never captured.
+
+    ts_ns is the capture time of the first segment after the hole (for a hole at the end of
+    the stream, of the last segment seen).
+    """
+
+    offset: int
+    size: int
+    ts_ns: int
+
+
+@dataclass(slots=True, frozen=True)
+class Conflict:
+    """A retransmission re-sent [offset, offset + size) with different bytes; the first kept."""
+
+    offset: int
+    size: int
+    ts_ns: int
+
+
+StreamEvent = Data | Gap | Conflict
+
+
+@dataclass(slots=True)
+class StreamStats:
+    delivered_bytes: int = 0
+    duplicate_bytes: int = 0  # re-sent bytes dropped (identical or no longer verifiable)
+    conflict_bytes: int = 0
+    gap_bytes: int = 0
+    probes_ignored: int = 0  # keep-alives and zero-window probes
+    early_bytes: int = 0  # bytes before the stream start (capture began mid-stream)
+    rst_payload_bytes: int = 0  # payload carried by RST segments (diagnostic text, not stream)
+
+
+class StreamReassembler:
+    """Reassembles one direction; feed every segment of that direction in capture order."""
+
+    __slots__ = (
+        "_origin",
+        "_next",
+        "_starts",
+        "_segments",
+        "_pending_bytes",
+        "_holes",
+        "_history",
+        "_history_start",
+        "_fin",
+        "_high",
+        "_last_ts",
+        "max_pending_bytes",
+        "history_bytes",
+        "stats",
+    )
+
+    def __init__(
+        self,
+        isn: int | None = None,
+        *,
+        max_pending_bytes: int = 8 * 1024 * 1024,
+        history_bytes: int = 64 * 1024,
+    ) -> None:
+        self._origin: int | None = None if isn is None else isn + 1
+        self._next: int = 0 if isn is None else isn + 1
+        self._starts: list[int] = []  # absolute starts of buffered out-of-order pieces
+        self._segments: list[tuple[int, bytes, int]] = []  # (start, bytes, ts_ns), disjoint
+        self._pending_bytes = 0
+        self._holes: list[tuple[int, int]] = []  # [start, end) known missing (snaplen cuts)
+        self._history = bytearray()  # last delivered bytes, ending at _next
+        self._history_start = self._next
+        self._fin: int | None = None
+        self._high = self._next  # end of the highest byte seen
+        self._last_ts = 0
+        self.max_pending_bytes = max_pending_bytes
+        self.history_bytes = history_bytes
+        self.stats = StreamStats()
+
+    @property
+    def started(self) -> bool:
+        return self._origin is not None
+
+    @property
+    def next_seq(self) -> int | None:
+        """The 32-bit sequence number of the next byte expected (None before the start)."""
+        return None if self._origin is None else self._next % SEQ_MOD
+
+    @property
+    def offset(self) -> int:
+        """Stream offset of the next byte expected: bytes delivered plus gaps so far."""
+        return 0 if self._origin is None else self._next - self._origin
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    def add(
+        self,
+        seq: int,
+        payload: bytes,
+        ts_ns: int,
+        *,
+        flags: int = 0,
+        wire_len: int | None = None,
+    ) -> list[StreamEvent]:
+        """Take one segment of this direction; return the events it makes available."""
+        if flags & RST:
+            self.stats.rst_payload_bytes += len(payload)
+            return []
+        if flags & SYN:
+            if self._origin is None:
+                self._start(seq + 1)
+            seq += 1
+        size = len(payload)
+        missing = wire_len - size if wire_len is not None and wire_len > size else 0
+        if self._origin is None:
+            if size + missing == 0:
+                return []
+            self._start(seq)
+        start = self._unwrap(seq)
+        self._last_ts = ts_ns
+        if flags & FIN and self._fin is None:
+            self._fin = start + size + missing
+        if size + missing == 0:
+            return []
+        if size <= 1 and missing == 0 and start == self._high - 1:
+            # Keep-alive / probe: re-sends the last byte seen (with any content), or nothing.
+            self.stats.probes_ignored += 1
+            return []
+        if start + size + missing > self._high:
+            self._high = start + size + missing
+        events: list[StreamEvent] = []
+        if missing:
+            self._add_hole(start + size, start + size + missing)
+        if start < self._origin:
+            early = min(size, self._origin - start)
+            self.stats.early_bytes += early
+            payload = payload[early:]
+            start += early
+        if start < self._next and payload:
+            old = min(len(payload), self._next - start)
+            self._compare_history(start, payload[:old], ts_ns, events)
+            payload = payload[old:]
+            start += old
+        if payload:
+            if start == self._next and not self._starts:
+                self._deliver(start, payload, ts_ns, events)
+            else:
+                self._buffer(start, payload, ts_ns, events)
+        self._drain(events)
+        while self._pending_bytes > self.max_pending_bytes:
+            self._skip_first_hole(events)
+            self._drain(events)
+        return events
+
+    def flush(self) -> list[StreamEvent]:
+        """End of input: declare every remaining hole a Gap and deliver what follows it."""
+        events: list[StreamEvent] = []
+        self._drain(events)
+        while self._starts:
+            self._skip_first_hole(events)
+            self._drain(events)
+        # Nothing captured after these: the stream end is known only from a FIN or a cut.
+        end = max([self._fin or 0] + [hole_end for _start, hole_end in self._holes])
+        if self._origin is not None and end > self._next:
+            self._gap(end - self._next, self._last_ts, events)
+        self._holes.clear()
+        return events
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _start(self, origin: int) -> None:
+        self._origin = self._next = self._history_start = self._high = origin
+
+    def _unwrap(self, seq: int) -> int:
+        delta = (seq - self._next) % SEQ_MOD
+        if delta >= HALF:
+            delta -= SEQ_MOD
+        return self._next + delta
+
+    def _deliver(self, start: int, data: bytes, ts_ns: int, events: list[StreamEvent]) -> None:
+        events.append(Data(start - self._origin, ts_ns, data))
+        self._next = start + len(data)
+        self.stats.delivered_bytes += len(data)
+        if len(data) >= self.history_bytes:
+            self._history = bytearray(data[len(data) - self.history_bytes :])
+            self._history_start = self._next - self.history_bytes
+            return
+        history = self._history
+        history += data
+        excess = len(history) - self.history_bytes
+        if excess > self.history_bytes:  # trim in batches, not on every segment
+            del history[:excess]
+            self._history_start += excess
+
+    def _gap(self, size: int, ts_ns: int, events: list[StreamEvent]) -> None:
+        events.append(Gap(self._next - self._origin, size, ts_ns))
+        self.stats.gap_bytes += size
+        self._next += size
+        self._history.clear()
+        self._history_start = self._next
+
+    def _compare_history(
+        self, start: int, data: bytes, ts_ns: int, events: list[StreamEvent]
+    ) -> None:
+        """Bytes [start, start + len(data)) were delivered before: dup or conflict?"""
+        lo = max(start, self._history_start)
+        hi = start + len(data)
+        if lo < hi:
+            kept = self._history[lo - self._history_start : hi - self._history_start]
+            self._compare(lo, kept, data[lo - start :], ts_ns, events)
+        self.stats.duplicate_bytes += max(0, lo - start)
+
+    def _compare(
+        self, start: int, kept: bytes, resent: bytes, ts_ns: int, events: list[StreamEvent]
+    ) -> None:
+        if kept == resent:
+            self.stats.duplicate_bytes += len(resent)
+            return
+        first = next(i for i in range(len(kept)) if kept[i] != resent[i])
+        last = next(i for i in range(len(kept) - 1, -1, -1) if kept[i] != resent[i])
+        size = last - first + 1
+        events.append(Conflict(start + first - self._origin, size, ts_ns))
+        self.stats.conflict_bytes += size
+        self.stats.duplicate_bytes += len(resent) - size
+
+    def _buffer(self, start: int, data: bytes, ts_ns: int, events: list[StreamEvent]) -> None:
+        """Keep the parts of [start, end) no buffered piece covers; compare the rest."""
+        end = start + len(data)
+        starts, segments = self._starts, self._segments
+        i = bisect_right(starts, start) - 1
+        if i < 0 or segments[i][0] + len(segments[i][1]) <= start:
+            i += 1
+        cursor = start
+        fresh: list[tuple[int, bytes, int]] = []
+        while cursor < end:
+            if i < len(starts) and starts[i] <= cursor:
+                seg_start, seg_data, _ = segments[i]
+                stop = min(end, seg_start + len(seg_data))
+                kept = seg_data[cursor - seg_start : stop - seg_start]
+                self._compare(cursor, kept, data[cursor - start : stop - start], ts_ns, events)
+                cursor = stop
+                i += 1
+            else:
+                stop = min(end, starts[i]) if i < len(starts) else end
+                fresh.append((cursor, data[cursor - start : stop - start], ts_ns))
+                cursor = stop
+        for piece in fresh:
+            at = bisect_right(starts, piece[0])
+            starts.insert(at, piece[0])
+            segments.insert(at, piece)
+            self._pending_bytes += len(piece[1])
+
+    def _add_hole(self, start: int, end: int) -> None:
+        if end > self._next:
+            self._holes.append((max(start, self._next), end))
+            self._holes.sort()
+
+    def _drain(self, events: list[StreamEvent]) -> None:
+        """Deliver buffered pieces (and known holes) that the stream has reached."""
+        starts, segments, holes = self._starts, self._segments, self._holes
+        taken = 0  # consumed pieces are removed in one slice: popping the head is O(n) each
+        while True:
+            if taken < len(starts) and starts[taken] <= self._next:
+                seg_start, data, ts_ns = segments[taken]
+                taken += 1
+                self._pending_bytes -= len(data)
+                skip = self._next - seg_start
+                if skip > 0:  # covered meanwhile by in-order data: verify, keep the rest
+                    self._compare_history(seg_start, data[:skip], ts_ns, events)
+                    data = data[skip:]
+                if data:
+                    self._deliver(self._next, data, ts_ns, events)
+            elif holes and holes[0][0] <= self._next:
+                hole_start, hole_end = holes.pop(0)
+                if hole_end > self._next:
+                    following = taken < len(starts)
+                    stop = min(hole_end, starts[taken]) if following else hole_end
+                    ts_ns = segments[taken][2] if following else self._last_ts
+                    self._gap(stop - self._next, ts_ns, events)
+                    if stop < hole_end:
+                        holes.insert(0, (stop, hole_end))
+            else:
+                break
+        if taken:
+            del starts[:taken]
+            del segments[:taken]
+
+    def _skip_first_hole(self, events: list[StreamEvent]) -> None:
+        first_start, _data, ts_ns = self._segments[0]
+        if first_start > self._next:
+            self._gap(first_start - self._next, ts_ns, events)

@@ -1,0 +1,201 @@
+"""Subscriptions and the MESSAGEs delivered to them, until each is settled.
+
+A MESSAGE is settled by ACK or NACK (``client`` mode: cumulatively, every earlier unsettled
+MESSAGE of the subscription too; ``client-individual``: just itself), at once in ``auto`` mode,
+or as ``none`` when the connection ends first. MESSAGEs of a subscription whose SUBSCRIBE was not
+seen (capture started mid-connection) are treated as individually acknowledged.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from pipeline.session.rows import Row, settle_message
+from pipeline.session.streams import Stamp
+
+AUTO = "auto"
+CLIENT = "client"  # cumulative
+
+
+@dataclass(slots=True)
+class Subscription:
+    sub_id: str | None
+    destination: str | None
+    ack_mode: str | None
+    selector: str | None
+    headers: dict[str, str]
+    frame_index: int | None
+    subscribed: Stamp
+    unsubscribed: Stamp | None = None
+    delivered: int = 0
+    acked: int = 0
+    nacked: int = 0
+    abandoned: int = 0  # given up as never acknowledged to bound memory
+    pending: OrderedDict[int, Delivery] = field(default_factory=OrderedDict)
+
+    def row(self, session_id: str, ended_by: str) -> Row:
+        return {
+            "session_id": session_id,
+            "subscription_id": self.sub_id,
+            "destination": self.destination,
+            "ack_mode": self.ack_mode,
+            "selector": self.selector,
+            "headers": self.headers,
+            "subscribe_frame_index": self.frame_index,
+            "subscribed_at": self.subscribed.ts,
+            "subscribed_at_ns": self.subscribed.ts_ns,
+            "unsubscribed_at": self.unsubscribed.ts if self.unsubscribed else None,
+            "unsubscribed_at_ns": self.unsubscribed.ts_ns if self.unsubscribed else None,
+            "ended_by": ended_by,
+            "messages_delivered": self.delivered,
+            "messages_acked": self.acked,
+            "messages_nacked": self.nacked,
+            "messages_unacked": len(self.pending) + self.abandoned,
+            "date": self.subscribed.date,
+        }
+
+
+@dataclass(slots=True)
+class Delivery:
+    frame_index: int
+    row: Row  # the messages row, emitted once settled
+    subscription: Subscription
+    keys: tuple[str, ...]
+    delivered: Stamp
+
+
+class DeliveryLedger:
+    __slots__ = ("active", "by_destination", "by_key", "pending", "unacked")
+
+    def __init__(self) -> None:
+        self.active: dict[str, Subscription] = {}  # by id, or "destination:<d>" without id
+        self.by_destination: dict[str, Subscription] = {}
+        self.by_key: dict[str, Delivery] = {}  # ack / message-id -> unsettled delivery
+        self.pending: OrderedDict[int, Delivery] = OrderedDict()  # all unsettled, oldest first
+        self.unacked = 0  # deliveries given up as "none"
+
+    @staticmethod
+    def key_of(sub_id: str | None, destination: str | None) -> str:
+        return sub_id if sub_id is not None else f"destination:{destination}"
+
+    def subscribe(self, subscription: Subscription) -> Subscription | None:
+        """Register; returns the active subscription with the same id it replaces, if any."""
+        key = self.key_of(subscription.sub_id, subscription.destination)
+        replaced = self.active.get(key)
+        self.active[key] = subscription
+        if subscription.destination is not None:
+            self.by_destination[subscription.destination] = subscription
+        return replaced
+
+    def unsubscribe(
+        self, sub_id: str | None, destination: str | None, at: Stamp
+    ) -> Subscription | None:
+        subscription = self.active.pop(self.key_of(sub_id, destination), None)
+        if subscription is None and sub_id is None and destination is not None:
+            # 1.0 UNSUBSCRIBE by destination of a SUBSCRIBE that had an id
+            named = self.by_destination.get(destination)
+            if named is not None:
+                subscription = self.active.pop(self.key_of(named.sub_id, destination), None)
+        if subscription is None:
+            return None
+        subscription.unsubscribed = at
+        destination = subscription.destination
+        if destination is not None and self.by_destination.get(destination) is subscription:
+            del self.by_destination[destination]
+        return subscription
+
+    def subscription_for(self, sub_id: str | None, destination: str | None) -> Subscription | None:
+        if sub_id is not None:
+            return self.active.get(sub_id)
+        if destination is not None:
+            return self.by_destination.get(destination)
+        return None
+
+    def deliver(
+        self,
+        frame_index: int,
+        row: Row,
+        subscription: Subscription,
+        ack: str | None,
+        message_id: str | None,
+        at: Stamp,
+    ) -> bool:
+        """Track a MESSAGE (known by its ``ack`` and ``message-id`` headers); True when it is
+        already final (auto mode)."""
+        subscription.delivered += 1
+        if subscription.ack_mode == AUTO:
+            settle_message(row, AUTO, None, None)
+            return True
+        if ack is None or ack == message_id:
+            keys: tuple[str, ...] = () if message_id is None else (message_id,)
+        else:
+            keys = (ack,) if message_id is None else (ack, message_id)
+        delivery = Delivery(frame_index, row, subscription, keys, at)
+        subscription.pending[frame_index] = delivery
+        self.pending[frame_index] = delivery
+        for key in keys:
+            self.by_key[key] = delivery
+        return False
+
+    def find(self, keys: tuple[str | None, ...]) -> Delivery | None:
+        by_key = self.by_key
+        for key in keys:
+            if key is not None:
+                delivery = by_key.get(key)
+                if delivery is not None:
+                    return delivery
+        return None
+
+    def settle(
+        self, named: Delivery, outcome: str, at: Stamp, ack_frame_index: int
+    ) -> list[Delivery]:
+        """Settle ``named`` (and, in client mode, every earlier unsettled one of its
+        subscription) with outcome ACK or NACK; returns the deliveries settled."""
+        subscription = named.subscription
+        settled: list[Delivery] = []
+        if subscription.ack_mode == CLIENT:
+            pending = subscription.pending
+            while pending:
+                _, delivery = pending.popitem(last=False)
+                settled.append(delivery)
+                if delivery is named:
+                    break
+        else:
+            del subscription.pending[named.frame_index]
+            settled.append(named)
+        for delivery in settled:
+            self._forget(delivery)
+            settle_message(delivery.row, outcome, at, ack_frame_index)
+        if outcome == "ACK":
+            subscription.acked += len(settled)
+        else:
+            subscription.nacked += len(settled)
+        return settled
+
+    def give_up_oldest(self) -> Delivery:
+        """Drop the oldest unsettled delivery as never acknowledged (memory bound)."""
+        _, delivery = self.pending.popitem(last=False)
+        del delivery.subscription.pending[delivery.frame_index]
+        delivery.subscription.abandoned += 1
+        self._forget(delivery)
+        settle_message(delivery.row, "none", None, None)
+        self.unacked += 1
+        return delivery
+
+    def close(self) -> list[Delivery]:
+        """The connection is over: every unsettled delivery becomes ``none``."""
+        remaining = list(self.pending.values())
+        for delivery in remaining:
+            settle_message(delivery.row, "none", None, None)
+        self.unacked += len(remaining)
+        self.pending.clear()
+        self.by_key.clear()
+        return remaining
+
+    def _forget(self, delivery: Delivery) -> None:
+        self.pending.pop(delivery.frame_index, None)
+        by_key = self.by_key
+        for key in delivery.keys:
+            if by_key.get(key) is delivery:
+                del by_key[key]

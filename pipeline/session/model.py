@@ -1,0 +1,349 @@
+"""The STOMP session model: one connection's bytes (both directions, in capture-time order) in,
+table rows out. Sans-IO: the caller feeds chunks, gaps and closes, and drains rows.
+
+Choices worth knowing when reading the tables:
+
+* Both directions start with 1.0 decoding rules; after CONNECTED both decoders switch to the
+  negotiated version (``version`` header, 1.0 when absent) for frames not yet started.
+* ``frame_index`` numbers the frames of both directions in the order they completed.
+* A frame's ``ts`` is the capture time of the chunk holding its first byte, ``ts_end`` that of
+  the chunk holding its NUL. EOLs directly following a NUL in the same chunk belong to the
+  frame; any other EOL is a heart-beat row, its ``gap_ms`` measured from the chunk holding the
+  previous byte of that direction.
+* Rows are emitted when final: a MESSAGE when settled (ACK/NACK, at once in auto mode, ``none``
+  at the end), a SEND or ACK/NACK inside a transaction at COMMIT/ABORT (``unfinished`` at the
+  end), an ERROR once the next frame or the close tells whether it closed the connection,
+  subscriptions at UNSUBSCRIBE or the end, receipts when answered (``missing`` at the end), and
+  the ``sessions`` row at ``finish``.
+* An ACK/NACK in a transaction takes effect at COMMIT (in the order sent) and never after ABORT;
+  ``acked_at`` is still the time of the ACK frame itself.
+* MESSAGEs of a subscription whose SUBSCRIBE was not seen are treated as individually
+  acknowledged; beyond ``max_pending_messages`` unsettled MESSAGEs the oldest is given up as
+  ``none`` (and counted in ``unacked_messages``).
+* References to things that may precede the capture (unknown subscription, transaction,
+  receipt) are anomalies only when the connection start (CONNECT) was seen.
+* Rows include ``date`` (UTC date of the table's main time); the lake writer adds ``batch_id``.
+* Passcodes never reach a row: headers show ``***``, anomaly details and ERROR frames are
+  scrubbed of them. With ``login_hash_key`` the login (and legacy ``username``) is an
+  HMAC-SHA256 everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pipeline.session.clock import elapsed_ms
+from pipeline.session.negotiation import decoder_version
+from pipeline.session.options import Endpoint, ModelOptions
+from pipeline.session.outbox import Outbox
+from pipeline.session.privacy import (
+    body_fields,
+    first_values,
+    protect_headers,
+    scrub,
+    scrub_body,
+)
+from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
+from pipeline.session.rows import Row, frame_row, heartbeat_row
+from pipeline.session.streams import DirectionStream, Stamp, make_chunk, make_stamp
+from pipeline.stomp import NEED_DATA, Event, Frame, HeartBeat
+
+CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
+
+
+class SessionModel:
+    __slots__ = (
+        "session_id",
+        "client",
+        "server",
+        "options",
+        "_mid_stream",
+        "_streams",
+        "_out",
+        "_protocol",
+        "_negotiated",
+        "_codec_version",
+        "_frame_index",
+        "_first",
+        "_close",
+        "_finished",
+    )
+
+    def __init__(
+        self,
+        session_id: str,
+        client: Endpoint,
+        server: Endpoint,
+        options: ModelOptions = ModelOptions(),  # noqa: B008 - frozen, safe to share
+        *,
+        mid_stream: bool = False,
+    ) -> None:
+        """``mid_stream``: the capture began after the connection did, so both streams may
+        start inside a frame (the decoders resync)."""
+        self.session_id = session_id
+        self.client = client
+        self.server = server
+        self.options = options
+        self._mid_stream = mid_stream
+        self._streams = {C2S: DirectionStream(C2S), S2C: DirectionStream(S2C)}
+        self._out = Outbox(session_id)
+        self._protocol = ProtocolState(options, self._out)
+        self._negotiated = False
+        self._codec_version = "1.0"
+        self._frame_index = 0
+        self._first: Stamp | None = None
+        self._close: tuple[str, str] | None = None  # (how, direction) of the first close
+        self._finished = False
+
+    # ---- input -----------------------------------------------------------------------------
+
+    def on_data(
+        self,
+        direction: str,
+        ts_ns: int,
+        offset: int,
+        data: bytes,
+        source: tuple[str, int] | None = None,
+    ) -> None:
+        stream = self._streams[direction]
+        if not data:
+            return
+        if self._finished:
+            detail = f"{len(data)} bytes after the connection was finished"
+            self._out.anomaly(
+                "tcp", "data_after_finish", direction, make_stamp(ts_ns), offset, detail
+            )
+            return
+        if stream.decoder is None:
+            self._start(stream, offset, resync=self._mid_stream or offset != 0)
+        elif offset != stream.next_offset:
+            data, offset = self._align(stream, ts_ns, offset, data)
+            if not data:
+                return
+        chunk = make_chunk(offset, offset + len(data), ts_ns, source)
+        if self._first is None:
+            self._first = chunk
+        self._out.last = chunk
+        stream.add_chunk(chunk)
+        stream.decoder.feed(data)  # type: ignore[union-attr]
+        self._process(stream)
+
+    def on_gap(self, direction: str, ts_ns: int, offset: int, size: int) -> None:
+        stream = self._streams[direction]
+        at = self._touch(ts_ns)
+        if self._finished or size <= 0:
+            return
+        if stream.decoder is None:
+            self._start(stream, offset, resync=True)
+        elif offset > stream.next_offset:  # an unannounced hole just before: merge them
+            size += offset - stream.next_offset
+            offset = stream.next_offset
+        elif offset < stream.next_offset:
+            overlap = stream.next_offset - offset
+            if overlap >= size:
+                return
+            size -= overlap
+            offset = stream.next_offset
+        stream.decoder.feed_gap(size)  # type: ignore[union-attr]
+        stream.next_offset = offset + size
+        self._out.counts["gap_bytes"] += size
+        self._out.anomaly("tcp", "gap", direction, at, offset, f"{size} bytes missing from capture")
+        self._process(stream)
+
+    def on_conflict(self, direction: str, ts_ns: int, offset: int, size: int) -> None:
+        at = self._touch(ts_ns)
+        self._out.counts["conflict_bytes"] += size
+        detail = f"retransmission of {size} bytes differs from the data already seen"
+        self._out.anomaly("tcp", "conflict", direction, at, offset, detail)
+
+    def on_close(self, direction: str, ts_ns: int, how: str) -> None:
+        self._touch(ts_ns)
+        if self._finished:
+            return
+        if self._close is None:
+            self._close = (how, direction)
+        self._end_stream(self._streams[direction])
+        if self._protocol.open_errors:
+            self._protocol.settle_errors(True)
+
+    def finish(self, ts_ns: int, reason: str | None = None) -> None:
+        if self._finished:
+            return
+        at = self._touch(ts_ns)
+        for stream in self._streams.values():
+            self._end_stream(stream)
+        self._protocol.finish(None if reason == "capture_end" and self._close is None else True)
+        self._out.tables["sessions"].append(self._session_row(at, reason))
+        self._finished = True
+
+    def drain(self) -> dict[str, list[Row]]:
+        return self._out.drain()
+
+    # ---- streams -----------------------------------------------------------------------------
+
+    def _start(self, stream: DirectionStream, offset: int, *, resync: bool) -> None:
+        stream.start(offset, self._codec_version, lenient=self.options.lenient, resync=resync)
+
+    def _touch(self, ts_ns: int) -> Stamp:
+        at = make_stamp(ts_ns)
+        if self._first is None:
+            self._first = at
+        self._out.last = at
+        return at
+
+    def _align(
+        self, stream: DirectionStream, ts_ns: int, offset: int, data: bytes
+    ) -> tuple[bytes, int]:
+        """Data that does not start where the stream stands: after a hole, or partly seen."""
+        expected = stream.next_offset
+        if offset > expected:
+            self.on_gap(stream.direction, ts_ns, expected, offset - expected)
+            return data, offset
+        overlap = expected - offset
+        detail = f"{min(overlap, len(data))} bytes delivered twice were skipped"
+        self._out.anomaly("tcp", "overlap", stream.direction, make_stamp(ts_ns), offset, detail)
+        return data[overlap:], expected
+
+    def _end_stream(self, stream: DirectionStream) -> None:
+        if stream.decoder is not None and not stream.eof:
+            stream.eof = True
+            stream.decoder.feed_eof()
+            self._process(stream)
+
+    def _process(self, stream: DirectionStream) -> None:
+        decoder = stream.decoder
+        assert decoder is not None
+        if self._negotiated:
+            events: Iterable[Event] = decoder.events()
+        else:  # one at a time: CONNECTED switches the version before the next frame is framed
+            events = iter(decoder.next_event, NEED_DATA)
+        for event in events:
+            kind = type(event)
+            if kind is Frame:
+                self._on_frame(stream, event)  # type: ignore[arg-type]
+            elif kind is HeartBeat:
+                self._on_heartbeat(stream, event)  # type: ignore[arg-type]
+            else:
+                at = stream.chunk_at(event.offset)
+                self._out.violation(event.kind, stream.direction, at, event.offset, event.detail)  # type: ignore[union-attr]
+        stream.prune()
+
+    def _on_heartbeat(self, stream: DirectionStream, beat: HeartBeat) -> None:
+        end = beat.offset + beat.length
+        stream.consumed(end)
+        chunk = stream.chunk_at(beat.offset)
+        assert chunk is not None
+        if beat.offset == stream.trailer_end and chunk is stream.trailer_chunk:
+            stream.trailer_end = end  # EOL after a NUL in the same packet: part of the frame
+            return
+        stream.heartbeats += 1
+        previous = stream.chunk_at(beat.offset - 1) if beat.offset > stream.origin else None
+        gap_ms = elapsed_ms(previous.ts_ns, chunk.ts_ns) if previous is not None else None
+        row = heartbeat_row(
+            self.session_id,
+            stream.direction,
+            chunk,
+            beat.offset,
+            gap_ms,
+            stream.expected_ms,
+            self.options.late_thresholds,
+        )
+        self._out.tables["heartbeats"].append(row)
+
+    def _on_frame(self, stream: DirectionStream, frame: Frame) -> None:
+        first = stream.chunk_at(frame.start)
+        last = stream.chunk_at(frame.end - 1)
+        assert first is not None and last is not None
+        index = self._frame_index
+        self._frame_index = index + 1
+        stream.frames += 1
+        stream.trailer_end = frame.end
+        stream.trailer_chunk = last
+        stream.consumed(frame.end)
+        out = self._out
+        command = frame.command
+        direction = stream.direction
+        header_list = frame.header_list
+        headers = frame.headers
+        if command in CONNECT_COMMANDS or "passcode" in headers:
+            header_list, secrets = protect_headers(header_list, self.options.login_hash_key)
+            headers = first_values(header_list)
+            if secrets:
+                out.add_secrets(secrets)
+        body = body_fields(frame.body, self.options)
+        if command == "ERROR" and out.secrets:  # brokers may echo a rejected login
+            header_list = [(name, scrub(value, out.secrets)) for name, value in header_list]
+            headers = first_values(header_list)
+            body = scrub_body(body, out.secrets)
+        violation = None
+        if frame.violations:
+            violation = ",".join(dict.fromkeys(v.kind for v in frame.violations))
+            for v in frame.violations:
+                out.violation(v.kind, direction, stream.chunk_at(v.offset), v.offset, v.detail)
+        row = frame_row(
+            self.session_id,
+            direction,
+            index,
+            command,
+            headers,
+            header_list,
+            frame.content_length,
+            body,
+            first,
+            last,
+            frame.start,
+            frame.end - frame.start,
+            violation,
+        )
+        out.tables["frames"].append(row)
+        self._protocol.on_frame(direction, index, headers, frame, body, first)
+        if command == "CONNECTED" and not self._negotiated:
+            self._apply_handshake()
+
+    def _apply_handshake(self) -> None:
+        """CONNECTED arrived: decode by the negotiated version, expect the negotiated beats."""
+        handshake = self._protocol.handshake
+        if handshake.connected_at is None:
+            return  # CONNECTED in the wrong direction
+        self._negotiated = True
+        codec = decoder_version(handshake.version or "")
+        if codec is not None:
+            self._codec_version = codec
+            for stream in self._streams.values():
+                if stream.decoder is not None:
+                    stream.decoder.version = codec
+        c2s, s2c = handshake.intervals or (0, 0)
+        self._streams[C2S].expected_ms = c2s or None
+        self._streams[S2C].expected_ms = s2c or None
+
+    # ---- the sessions row --------------------------------------------------------------------
+
+    def _session_row(self, ended: Stamp, reason: str | None) -> Row:
+        started = self._first or ended
+        c2s, s2c = self._streams[C2S], self._streams[S2C]
+        close = self._close
+        protocol = self._protocol
+        return {
+            "session_id": self.session_id,
+            "client_ip": self.client.ip,
+            "client_port": self.client.port,
+            "server_ip": self.server.ip,
+            "server_port": self.server.port,
+            "started_at": started.ts,
+            "started_at_ns": started.ts_ns,
+            "ended_at": ended.ts,
+            "ended_at_ns": ended.ts_ns,
+            "duration_ms": elapsed_ms(started.ts_ns, ended.ts_ns),
+            **protocol.handshake.columns(),
+            "end_reason": protocol.end_reason(close[0] if close else None, reason),
+            "closed_by": SIDE[close[1]] if close else None,
+            "c2s_bytes": c2s.bytes,
+            "s2c_bytes": s2c.bytes,
+            "c2s_frames": c2s.frames,
+            "s2c_frames": s2c.frames,
+            "c2s_heartbeats": c2s.heartbeats,
+            "s2c_heartbeats": s2c.heartbeats,
+            **self._out.counts,
+            "unacked_messages": protocol.ledger.unacked,
+            "date": started.date,
+        }

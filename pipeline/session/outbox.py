@@ -1,0 +1,63 @@
+"""Where a connection's finished rows wait to be drained, with its counters and anomaly rules."""
+
+from __future__ import annotations
+
+from pipeline.session.privacy import scrub
+from pipeline.session.rows import Row, anomaly_row
+from pipeline.session.streams import Stamp
+from schemas import TABLES
+
+COUNTED: tuple[str, ...] = (
+    "gap_bytes",
+    "conflict_bytes",
+    "violations",
+    "messages_sent",
+    "messages_delivered",
+    "acks",
+    "nacks",
+    "errors",
+    "receipts_missing",
+    "transactions_unfinished",
+)  # each is a column of the sessions row
+
+
+class Outbox:
+    __slots__ = ("session_id", "tables", "counts", "secrets", "last")
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.tables: dict[str, list[Row]] = {name: [] for name in TABLES}
+        self.counts: dict[str, int] = dict.fromkeys(COUNTED, 0)
+        self.secrets: tuple[str, ...] = ()  # passcodes seen, masked wherever text is stored
+        self.last: Stamp | None = None  # latest capture time seen, for anomalies without one
+
+    def drain(self) -> dict[str, list[Row]]:
+        tables = self.tables
+        drained = dict(tables)
+        for name in tables:  # same dict, fresh lists: holders of `tables` stay valid
+            tables[name] = []
+        return drained
+
+    def add_secrets(self, secrets: list[str]) -> None:
+        self.secrets = tuple(dict.fromkeys((*self.secrets, *secrets)))
+
+    def anomaly(
+        self,
+        source: str,
+        kind: str,
+        direction: str | None,
+        at: Stamp | None,
+        stream_offset: int | None,
+        detail: str,
+    ) -> None:
+        at = at or self.last
+        detail = scrub(detail, self.secrets)
+        row = anomaly_row(source, kind, self.session_id, direction, at, stream_offset, detail)
+        self.tables["anomalies"].append(row)
+
+    def violation(
+        self, kind: str, direction: str | None, at: Stamp | None, offset: int | None, detail: str
+    ) -> None:
+        """A STOMP-level anomaly (counted in the sessions row's ``violations``)."""
+        self.counts["violations"] += 1
+        self.anomaly("stomp", kind, direction, at, offset, detail)

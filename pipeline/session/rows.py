@@ -1,0 +1,269 @@
+"""Row builders: one function per table row shape, columns exactly as in ``schemas/tables``.
+
+Rows carry ``date`` (UTC date of the table's main timestamp); the lake writer adds
+``batch_id``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.session.clock import elapsed_ms
+from pipeline.session.streams import Chunk, Stamp
+
+Row = dict[str, Any]
+Body = tuple[int, str | None, str | None, bytes | None]
+
+# Headers with their own messages column; every other header is a "user header".
+MESSAGE_HEADERS: frozenset[str] = frozenset(
+    {
+        "destination",
+        "message-id",
+        "subscription",
+        "ack",
+        "transaction",
+        "content-type",
+        "content-length",
+        "receipt",
+    }
+)
+
+
+def parse_length(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        length = int(value)
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+def frame_row(
+    session_id: str,
+    direction: str,
+    frame_index: int,
+    command: str,
+    headers: dict[str, str],
+    header_list: list[tuple[str, str]],
+    content_length: int | None,
+    body: Body,
+    first: Chunk,
+    last: Chunk,
+    stream_offset: int,
+    frame_length: int,
+    violation: str | None,
+) -> Row:
+    return {
+        "session_id": session_id,
+        "direction": direction,
+        "frame_index": frame_index,
+        "ts": first.ts,
+        "ts_ns": first.ts_ns,
+        "ts_end": last.ts,
+        "ts_end_ns": last.ts_ns,
+        "command": command,
+        "headers": headers,
+        "header_list": header_list,
+        "content_length": content_length,
+        "body_length": body[0],
+        "body_sha256": body[1],
+        "body_preview": body[2],
+        "body": body[3],
+        "stream_offset": stream_offset,
+        "frame_length": frame_length,
+        "violation": violation,
+        "date": first.date,
+    }
+
+
+def message_row(
+    session_id: str,
+    direction: str,
+    frame_index: int,
+    command: str,
+    headers: dict[str, str],
+    body: Body,
+    at: Stamp,
+    ack_mode: str | None,
+) -> Row:
+    get = headers.get
+    return {
+        "session_id": session_id,
+        "direction": direction,
+        "frame_index": frame_index,
+        "ts": at.ts,
+        "ts_ns": at.ts_ns,
+        "command": command,
+        "destination": get("destination"),
+        "message_id": get("message-id"),
+        "subscription": get("subscription"),
+        "ack_id": get("ack"),
+        "transaction": get("transaction"),
+        "transaction_outcome": None,
+        "content_type": get("content-type"),
+        "content_length": parse_length(get("content-length")),
+        "body_length": body[0],
+        "body_sha256": body[1],
+        "body_preview": body[2],
+        "body": body[3],
+        "receipt": get("receipt"),
+        "user_headers": {k: v for k, v in headers.items() if k not in MESSAGE_HEADERS},
+        "ack_mode": ack_mode,
+        "ack_outcome": None,
+        "acked_at": None,
+        "acked_at_ns": None,
+        "ack_latency_ms": None,
+        "ack_frame_index": None,
+        "date": at.date,
+    }
+
+
+def settle_message(row: Row, outcome: str, at: Stamp | None, ack_frame_index: int | None) -> None:
+    row["ack_outcome"] = outcome
+    if at is not None:
+        row["acked_at"] = at.ts
+        row["acked_at_ns"] = at.ts_ns
+        row["ack_latency_ms"] = elapsed_ms(row["ts_ns"], at.ts_ns)
+        row["ack_frame_index"] = ack_frame_index
+
+
+def ack_row(
+    session_id: str,
+    frame_index: int,
+    command: str,
+    headers: dict[str, str],
+    ack_id: str | None,
+    at: Stamp,
+) -> Row:
+    get = headers.get
+    return {
+        "session_id": session_id,
+        "frame_index": frame_index,
+        "ts": at.ts,
+        "ts_ns": at.ts_ns,
+        "command": command,
+        "ack_id": ack_id,
+        "message_id": get("message-id"),
+        "subscription": get("subscription"),
+        "ack_mode": None,
+        "transaction": get("transaction"),
+        "transaction_outcome": None,
+        "acked_message_count": 0,
+        "delivered_at": None,
+        "delivered_at_ns": None,
+        "latency_ms": None,
+        "receipt": get("receipt"),
+        "date": at.date,
+    }
+
+
+def heartbeat_row(
+    session_id: str,
+    direction: str,
+    at: Stamp,
+    stream_offset: int,
+    gap_ms: float | None,
+    expected_ms: int | None,
+    thresholds: tuple[float, ...],
+) -> Row:
+    lateness: float | None = None
+    late: list[bool | None] = [None, None, None]
+    if expected_ms and gap_ms is not None:
+        lateness = gap_ms - expected_ms
+        for i, factor in enumerate(thresholds[:3]):
+            late[i] = gap_ms > expected_ms * factor
+    return {
+        "session_id": session_id,
+        "direction": direction,
+        "ts": at.ts,
+        "ts_ns": at.ts_ns,
+        "stream_offset": stream_offset,
+        "gap_ms": gap_ms,
+        "expected_ms": expected_ms,
+        "lateness_ms": lateness,
+        "late_1x": late[0],
+        "late_1_5x": late[1],
+        "late_2x": late[2],
+        "date": at.date,
+    }
+
+
+def receipt_row(
+    session_id: str,
+    receipt_id: str,
+    request_command: str | None,
+    request_frame_index: int | None,
+    requested: Stamp | None,
+    received: Stamp | None,
+    outcome: str,
+) -> Row:
+    main = requested if requested is not None else received
+    assert main is not None
+    return {
+        "session_id": session_id,
+        "receipt_id": receipt_id,
+        "request_command": request_command,
+        "request_frame_index": request_frame_index,
+        "requested_at": requested.ts if requested else None,
+        "requested_at_ns": requested.ts_ns if requested else None,
+        "received_at": received.ts if received else None,
+        "received_at_ns": received.ts_ns if received else None,
+        "latency_ms": elapsed_ms(requested.ts_ns, received.ts_ns)
+        if requested and received
+        else None,
+        "outcome": outcome,
+        "date": main.date,
+    }
+
+
+def error_row(
+    session_id: str,
+    frame_index: int,
+    headers: dict[str, str],
+    body_length: int,
+    body_sha256: str | None,
+    body_preview: str | None,
+    at: Stamp,
+) -> Row:
+    return {
+        "session_id": session_id,
+        "frame_index": frame_index,
+        "ts": at.ts,
+        "ts_ns": at.ts_ns,
+        "message": headers.get("message"),
+        "receipt_id": headers.get("receipt-id"),
+        "content_type": headers.get("content-type"),
+        "body_length": body_length,
+        "body_sha256": body_sha256,
+        "body_preview": body_preview,
+        "connection_closed": None,
+        "date": at.date,
+    }
+
+
+def anomaly_row(
+    source: str,
+    kind: str,
+    session_id: str | None,
+    direction: str | None,
+    at: Stamp | None,
+    stream_offset: int | None,
+    detail: str,
+) -> Row:
+    file = file_offset = None
+    if isinstance(at, Chunk):
+        file, file_offset = at.file, at.file_offset
+    return {
+        "source": source,
+        "kind": kind,
+        "session_id": session_id,
+        "direction": direction,
+        "file": file,
+        "file_offset": file_offset,
+        "stream_offset": stream_offset,
+        "ts": at.ts if at else None,
+        "ts_ns": at.ts_ns if at else None,
+        "detail": detail,
+        "date": at.date if at else None,
+    }

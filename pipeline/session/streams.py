@@ -1,0 +1,117 @@
+"""One direction of a connection: its decoder, and which capture chunk holds which bytes.
+
+Frames and heart-beats carry stream offsets only; the chunk list maps an offset back to the
+capture time (and file position) of the packet that carried it. Chunks are dropped once no
+pending frame or heart-beat can still refer to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from pipeline.session.clock import to_datetime
+from pipeline.stomp import Decoder
+
+_MAX_CHUNKS = 8192  # beyond this (a huge frame or endless garbage) middle chunks are forgotten
+_KEEP_RECENT = 4096
+
+
+@dataclass(slots=True)
+class Stamp:
+    """A capture time in the three forms rows need."""
+
+    ts_ns: int
+    ts: datetime
+    date: date
+
+
+@dataclass(slots=True)
+class Chunk(Stamp):
+    """Bytes [start, end) of one direction, delivered by one capture packet (or segment)."""
+
+    start: int
+    end: int
+    file: str | None
+    file_offset: int | None
+
+
+def make_stamp(ts_ns: int) -> Stamp:
+    ts = to_datetime(ts_ns)
+    return Stamp(ts_ns, ts, ts.date())
+
+
+def make_chunk(start: int, end: int, ts_ns: int, source: tuple[str, int] | None) -> Chunk:
+    ts = to_datetime(ts_ns)
+    file, file_offset = source if source is not None else (None, None)
+    return Chunk(ts_ns, ts, ts.date(), start, end, file, file_offset)
+
+
+class DirectionStream:
+    __slots__ = (
+        "direction",
+        "decoder",
+        "origin",
+        "next_offset",
+        "chunks",
+        "keep_from",
+        "trailer_end",
+        "trailer_chunk",
+        "expected_ms",
+        "bytes",
+        "frames",
+        "heartbeats",
+        "eof",
+    )
+
+    def __init__(self, direction: str) -> None:
+        self.direction = direction
+        self.decoder: Decoder | None = None
+        self.origin = 0  # stream offset of the first byte seen
+        self.next_offset = 0
+        self.chunks: list[Chunk] = []
+        self.keep_from = 0  # the earliest offset a future event may need the time of
+        self.trailer_end = -1  # EOLs starting here, in trailer_chunk, still belong to a frame
+        self.trailer_chunk: Chunk | None = None
+        self.expected_ms: int | None = None  # negotiated heart-beat interval, None = none
+        self.bytes = 0
+        self.frames = 0
+        self.heartbeats = 0
+        self.eof = False
+
+    def start(self, offset: int, version: str, *, lenient: bool, resync: bool) -> Decoder:
+        self.origin = self.next_offset = self.keep_from = offset
+        self.decoder = Decoder(version, lenient=lenient, offset=offset, resync=resync)
+        return self.decoder
+
+    def add_chunk(self, chunk: Chunk) -> None:
+        self.chunks.append(chunk)
+        self.next_offset = chunk.end
+        self.bytes += chunk.end - chunk.start
+
+    def chunk_at(self, offset: int) -> Chunk | None:
+        """The chunk holding ``offset`` (the last one before it when it fell in a gap)."""
+        chunks = self.chunks
+        for index in range(len(chunks) - 1, -1, -1):
+            if chunks[index].start <= offset:
+                return chunks[index]
+        return chunks[0] if chunks else None
+
+    def consumed(self, end: int) -> None:
+        """Every byte before ``end`` has been turned into an event."""
+        # The byte before `end` stays reachable: a heart-beat's gap is measured from it.
+        self.keep_from = end - 1
+
+    def prune(self) -> None:
+        chunks = self.chunks
+        keep_from = self.keep_from
+        drop = 0
+        last = len(chunks) - 1
+        while drop < last and chunks[drop].end <= keep_from:
+            drop += 1
+        if drop:
+            del chunks[:drop]
+        if len(chunks) > _MAX_CHUNKS:
+            # Keep the first chunk (where the pending frame began) and the recent ones; a lookup
+            # in the forgotten middle answers with the first chunk's time.
+            del chunks[1 : len(chunks) - _KEEP_RECENT]

@@ -1,0 +1,40 @@
+"""Counters of a run, computed from the tagged flow output and the packet rows."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def capture_stats(packets: DataFrame) -> dict[str, int]:
+    totals: Counter[str] = Counter()
+    for row in packets.where("record_type = 'stats'").select("detail").collect():
+        stats = json.loads(row.detail)
+        for key in ("packets", "tcp_packets", "snaplen_cut", "bytes", "payload_bytes"):
+            totals[key] += stats.get(key, 0)
+        totals["non_tcp_packets"] += sum(stats.get("non_tcp_packets", {}).values())
+        totals["capture_anomalies"] += sum(stats.get("anomalies", {}).values())
+    return dict(totals)
+
+
+def table_counts(tables: dict[str, DataFrame]) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    counts: dict[str, Any] = {name: df.count() for name, df in tables.items()}
+    frames = tables["frames"].groupBy("direction", "command").count().collect()
+    counts["frames_by_command"] = {f"{r.direction} {r.command}": r["count"] for r in frames}
+    sessions = (
+        tables["sessions"]
+        .agg(
+            F.coalesce(F.sum("gap_bytes"), F.lit(0)).alias("gap_bytes"),
+            F.coalesce(F.sum("violations"), F.lit(0)).alias("violations"),
+        )
+        .first()
+    )
+    counts["gap_bytes"] = sessions.gap_bytes
+    counts["violations"] = sessions.violations
+    return counts

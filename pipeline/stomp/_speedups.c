@@ -1,0 +1,388 @@
+/* Optional compiled versions of the decoder's two hot paths (see speedups.py).
+ *
+ * scan():           Decoder._fast_python, the framing loop for clean LF-only frames, which
+ *                   also decodes clean header blocks right away (cheap here).
+ * decode_headers(): headers._decode_clean, the header block fast path.
+ *
+ * Each must give exactly what its Python twin gives, and decline (stop / return None) in exactly
+ * the cases where the twin declines, so that the state machine or the line-by-line decoder takes
+ * over. Tests run the decoder with and without this module and compare.
+ */
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+static const char CONTENT_LENGTH_LINE[] = "\ncontent-length:";
+#define CONTENT_LENGTH_LINE_SIZE 16
+#define MAX_LENGTH_DIGITS 18 /* longer values go to the state machine (they exceed any limit) */
+
+/* Index of the first "\n\n" at or after start, or -1. */
+static Py_ssize_t
+find_blank_line(const char *data, Py_ssize_t start, Py_ssize_t end)
+{
+    const char *found = memmem(data + start, (size_t)(end - start), "\n\n", 2);
+    return found ? found - data : -1;
+}
+
+static int
+append_new(PyObject *out, PyObject *item)
+{
+    if (item == NULL) {
+        return -1;
+    }
+    int failed = PyList_Append(out, item);
+    Py_DECREF(item);
+    return failed;
+}
+
+static PyObject *
+call_heartbeat(PyObject *factory, long long offset)
+{
+    PyObject *at = PyLong_FromLongLong(offset);
+    if (at == NULL) {
+        return NULL;
+    }
+    PyObject *args[1] = {at};
+    PyObject *beat = PyObject_Vectorcall(factory, args, 1, NULL);
+    Py_DECREF(at);
+    return beat;
+}
+
+/* Unescape src[0:size] into dst; returns the new size, or -1 on an undefined escape. */
+static Py_ssize_t
+unescape(const char *src, Py_ssize_t size, char *dst, int with_cr)
+{
+    Py_ssize_t written = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        char c = src[i];
+        if (c != '\\') {
+            dst[written++] = c;
+            continue;
+        }
+        if (++i == size) {
+            return -1;
+        }
+        switch (src[i]) {
+        case '\\': dst[written++] = '\\'; break;
+        case 'n': dst[written++] = '\n'; break;
+        case 'c': dst[written++] = ':'; break;
+        case 'r':
+            if (!with_cr) {
+                return -1;
+            }
+            dst[written++] = '\r';
+            break;
+        default:
+            return -1;
+        }
+    }
+    return written;
+}
+
+/* Invalid UTF-8 declines (NULL without an exception) rather than fails. */
+static PyObject *
+decline_bad_utf8(PyObject *text)
+{
+    if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+    }
+    return text;
+}
+
+/* A str from UTF-8 bytes, unescaped first when asked; NULL without an exception = decline. */
+static PyObject *
+header_text(const char *src, Py_ssize_t size, int escapes)
+{
+    if (!escapes || memchr(src, '\\', (size_t)size) == NULL) {
+        return decline_bad_utf8(PyUnicode_DecodeUTF8(src, size, NULL));
+    }
+    char small[256] = {0}; /* initialised only to quiet -Wmaybe-uninitialized */
+    char *scratch = size <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)size);
+    if (scratch == NULL) {
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t unescaped = unescape(src, size, scratch, escapes == 2);
+    PyObject *text = unescaped < 0 ? NULL : PyUnicode_DecodeUTF8(scratch, unescaped, NULL);
+    if (scratch != small) {
+        PyMem_Free(scratch);
+    }
+    return decline_bad_utf8(text);
+}
+
+/* The (name, value) pairs of a clean header block, or NULL: with an exception set on failure,
+ * without one to decline (a line without a colon, an empty name, invalid UTF-8, an undefined
+ * escape). escapes: 0 none, 1 STOMP 1.1, 2 STOMP 1.2 (adds \r). CR is ruled out by callers. */
+static PyObject *
+decode_block(const char *data, Py_ssize_t size, int escapes)
+{
+    PyObject *pairs = PyList_New(0);
+    Py_ssize_t start = 0;
+    while (pairs != NULL && start <= size) {
+        const char *newline = memchr(data + start, '\n', (size_t)(size - start));
+        Py_ssize_t stop = newline ? newline - data : size;
+        const char *colon = memchr(data + start, ':', (size_t)(stop - start));
+        if (colon == NULL || colon == data + start) {
+            Py_CLEAR(pairs);
+            break;
+        }
+        Py_ssize_t split = colon - data;
+        PyObject *name = header_text(data + start, split - start, escapes);
+        PyObject *value = name ? header_text(colon + 1, stop - split - 1, escapes) : NULL;
+        PyObject *pair = value ? PyTuple_Pack(2, name, value) : NULL;
+        Py_XDECREF(name);
+        Py_XDECREF(value);
+        if (pair == NULL || PyList_Append(pairs, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_CLEAR(pairs);
+            break;
+        }
+        Py_DECREF(pair);
+        start = stop + 1;
+    }
+    return pairs;
+}
+
+/* decode_headers(raw, escapes) -> list of (name, value) or None; see decode_block.
+ * The caller has ruled out CR and empty blocks. */
+static PyObject *
+decode_headers(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2 || !PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "decode_headers(raw: bytes, escapes: int)");
+        return NULL;
+    }
+    int escapes = PyLong_AsLong(args[1]);
+    if (escapes == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *pairs = decode_block(PyBytes_AS_STRING(args[0]), PyBytes_GET_SIZE(args[0]), escapes);
+    if (pairs == NULL && !PyErr_Occurred()) {
+        Py_RETURN_NONE;
+    }
+    return pairs;
+}
+
+/* What scan() is told once per call. */
+typedef struct {
+    const char *data;
+    Py_ssize_t end;
+    long long base;
+    PyObject *no_body, *unescaped, *version;
+    PyObject *make_frame, *make_decoded_frame;
+    Py_ssize_t head_window;
+    long long max_body;
+    int escapes;
+} Setup;
+
+/* Where the body of the frame whose command line ends at lf lies: sets *body_start, *body_end
+ * and *length (-1: no content-length). Returns 0 to decline. */
+static int
+locate_body(const Setup *setup, Py_ssize_t lf, Py_ssize_t *body_start, Py_ssize_t *body_end,
+            long long *length)
+{
+    const char *data = setup->data;
+    Py_ssize_t blank = find_blank_line(data, lf, setup->end);
+    if (blank < 0 || blank - lf > setup->head_window) {
+        return 0;
+    }
+    if (memchr(data + lf, '\r', (size_t)(blank - lf)) != NULL ||
+        memchr(data + lf, '\0', (size_t)(blank - lf)) != NULL) {
+        return 0;
+    }
+    *body_start = blank + 2;
+    *length = -1;
+    const char *at = memmem(data + lf, (size_t)(blank - lf), CONTENT_LENGTH_LINE,
+                            CONTENT_LENGTH_LINE_SIZE);
+    if (at == NULL) {
+        const char *nul = memchr(data + *body_start, '\0', (size_t)(setup->end - *body_start));
+        if (nul == NULL || (nul - data) - *body_start > setup->max_body) {
+            return 0;
+        }
+        *body_end = nul - data;
+        return 1;
+    }
+    /* the needle lies before the blank line, whose LF ends the value */
+    const char *value = at + CONTENT_LENGTH_LINE_SIZE;
+    const char *value_end = memchr(value, '\n', (size_t)(data + blank + 1 - value));
+    Py_ssize_t digits = value_end - value;
+    if (digits == 0 || digits > MAX_LENGTH_DIGITS) {
+        return 0;
+    }
+    long long count = 0;
+    for (Py_ssize_t i = 0; i < digits; i++) {
+        if (value[i] < '0' || value[i] > '9') {
+            return 0;
+        }
+        count = count * 10 + (value[i] - '0');
+    }
+    if (count > setup->max_body || *body_start + count >= setup->end ||
+        data[*body_start + count] != '\0') {
+        return 0;
+    }
+    *length = count;
+    *body_end = *body_start + (Py_ssize_t)count;
+    return 1;
+}
+
+/* The frame from pos (command line ending at lf, command known) into out, and *next past its
+ * NUL. Returns 1 when emitted, 0 to decline, -1 on error. */
+static int
+emit_frame(const Setup *setup, PyObject *out, Py_ssize_t pos, Py_ssize_t lf, PyObject *command,
+           Py_ssize_t *next)
+{
+    const char *data = setup->data;
+    Py_ssize_t body_start, body_end;
+    long long length;
+    if (!locate_body(setup, lf, &body_start, &body_end, &length)) {
+        return 0;
+    }
+    if (body_end > body_start) {
+        int forbidden = PySet_Contains(setup->no_body, command);
+        if (forbidden != 0) {
+            return forbidden < 0 ? -1 : 0;
+        }
+    }
+    int escapes = setup->escapes;
+    if (escapes == 2) {
+        int skip = PySet_Contains(setup->unescaped, command);
+        if (skip < 0) {
+            return -1;
+        }
+        escapes = skip ? 0 : 2;
+    }
+    /* body_start - 2 is the blank line's LF; it equals lf when there are no header lines */
+    Py_ssize_t head_size = body_start - 2 > lf ? body_start - 2 - lf - 1 : 0;
+    PyObject *pairs = head_size ? decode_block(data + lf + 1, head_size, escapes) : PyList_New(0);
+    if (pairs == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    PyObject *raw_head = pairs ? Py_NewRef(Py_None)
+                               : PyBytes_FromStringAndSize(data + lf + 1, head_size);
+    PyObject *body = PyBytes_FromStringAndSize(data + body_start, body_end - body_start);
+    PyObject *head_offset = PyLong_FromLongLong(setup->base + lf + 1);
+    PyObject *start = PyLong_FromLongLong(setup->base + pos);
+    PyObject *stop = PyLong_FromLongLong(setup->base + body_end + 1);
+    PyObject *size = length < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(length);
+    PyObject *frame = NULL;
+    if (raw_head && body && head_offset && start && stop && size) {
+        if (pairs) {
+            PyObject *call[6] = {command, pairs, body, start, stop, size};
+            frame = PyObject_Vectorcall(setup->make_decoded_frame, call, 6, NULL);
+        }
+        else {
+            PyObject *call[9] = {command, raw_head, head_offset, setup->version, Py_False,
+                                 body, start, stop, size};
+            frame = PyObject_Vectorcall(setup->make_frame, call, 9, NULL);
+        }
+    }
+    Py_XDECREF(pairs);
+    Py_XDECREF(raw_head);
+    Py_XDECREF(body);
+    Py_XDECREF(head_offset);
+    Py_XDECREF(start);
+    Py_XDECREF(stop);
+    Py_XDECREF(size);
+    if (append_new(out, frame) < 0) {
+        return -1;
+    }
+    *next = body_end + 1;
+    return 1;
+}
+
+/* scan(buf, pos, base, exact, no_body, command_window, head_window, max_body, limit, out,
+ *      make_frame, make_decoded_frame, make_heartbeat, version, escapes, unescaped) -> new pos
+ *
+ * Clean header blocks are decoded right away (make_decoded_frame); other blocks are left to the
+ * Python line-by-line decoder, which reports their problems (make_frame: undecoded). */
+static PyObject *
+scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 16 || !PyBytes_Check(args[0]) || !PyDict_Check(args[3]) ||
+        !PyList_Check(args[9])) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes 16 arguments: bytes, ..., dict, ..., list");
+        return NULL;
+    }
+    Setup setup = {
+        .data = PyBytes_AS_STRING(args[0]),
+        .end = PyBytes_GET_SIZE(args[0]),
+        .base = PyLong_AsLongLong(args[2]),
+        .no_body = args[4],
+        .head_window = PyLong_AsSsize_t(args[6]),
+        .max_body = PyLong_AsLongLong(args[7]),
+        .make_frame = args[10],
+        .make_decoded_frame = args[11],
+        .version = args[13],
+        .escapes = (int)PyLong_AsLong(args[14]),
+        .unescaped = args[15],
+    };
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    PyObject *exact = args[3], *out = args[9], *make_heartbeat = args[12];
+    Py_ssize_t command_window = PyLong_AsSsize_t(args[5]);
+    Py_ssize_t limit = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    const char *data = setup.data;
+    for (Py_ssize_t count = 0; count != limit && pos < setup.end; count++) {
+        if (data[pos] == '\n') {
+            if (append_new(out, call_heartbeat(make_heartbeat, setup.base + pos)) < 0) {
+                return NULL;
+            }
+            pos += 1;
+            continue;
+        }
+        Py_ssize_t window = setup.end - pos < command_window ? setup.end - pos : command_window;
+        const char *newline = memchr(data + pos, '\n', (size_t)window);
+        if (newline == NULL) {
+            break;
+        }
+        Py_ssize_t lf = newline - data;
+        PyObject *key = PyBytes_FromStringAndSize(data + pos, lf - pos);
+        if (key == NULL) {
+            return NULL;
+        }
+        PyObject *command = PyDict_GetItemWithError(exact, key);
+        Py_DECREF(key);
+        if (command == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            break;
+        }
+        Py_INCREF(command); /* the dict's reference is borrowed; Python code runs below */
+        int emitted = emit_frame(&setup, out, pos, lf, command, &pos);
+        Py_DECREF(command);
+        if (emitted < 0) {
+            return NULL;
+        }
+        if (emitted == 0) {
+            break;
+        }
+    }
+    return PyLong_FromSsize_t(pos);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
+     "Frame clean LF-only frames into `out`; returns the new buffer position."},
+    {"decode_headers", (PyCFunction)(void (*)(void))decode_headers, METH_FASTCALL,
+     "Decode a clean header block into (name, value) pairs, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "pipeline.stomp._speedups",
+    .m_doc = "Compiled hot paths of the STOMP decoder (optional).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,149 @@
+"""`stomp-lake run` on the real sample captures, against the client-side record of each sample."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pipeline.commands.run import RunConfig, discover, run
+from pipeline.lake import Lake, list_tables, read_table
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.spark
+
+VALIDATE = False
+EXPECTED = sorted(SAMPLES.glob("*.expected.json"))
+
+
+@pytest.fixture(scope="module")
+def sample_lake(spark, tmp_path_factory) -> Lake:
+    root = tmp_path_factory.mktemp("lake")
+    result = run(
+        RunConfig(inputs=[SAMPLES], lake=root, close_open=True, validate=VALIDATE),
+        progress=lambda _: None,
+    )
+    assert result.files == len(EXPECTED)
+    return Lake(root)
+
+
+def _rows(spark, lake: Lake, table: str) -> list:
+    return read_table(spark, lake, table).collect()
+
+
+def _by_port(spark, lake: Lake) -> dict[int, object]:
+    return {row.client_port: row for row in _rows(spark, lake, "sessions")}
+
+
+def _connections():
+    for path in EXPECTED:
+        record = json.loads(path.read_text())
+        for conn in record["connections"]:
+            yield pytest.param(conn, id=f"{record['sample']}:{conn['name']}")
+
+
+@pytest.mark.parametrize("conn", list(_connections()))
+def test_each_connection_matches_the_client_record(spark, sample_lake, conn) -> None:
+    session = _by_port(spark, sample_lake)[conn["client_port"]]
+    sid = session.session_id
+    if conn["connected"]:
+        assert session.version == conn["version"]
+        effective = conn["heart_beat_effective"]
+        assert session.heartbeat_c2s_ms == effective["client_to_server_ms"]
+        assert session.heartbeat_s2c_ms == effective["server_to_client_ms"]
+    assert session.login == conn["login"]
+    assert session.connect_command == conn["connect_command"]
+
+    frames = [f for f in _rows(spark, sample_lake, "frames") if f.session_id == sid]
+    sent = Counter(f.command for f in frames if f.direction == "c2s")
+    received = Counter(f.command for f in frames if f.direction == "s2c")
+    assert sent == Counter(conn["frames_sent"])
+    assert received == Counter(conn["frames_received"])
+
+    beats = Counter(
+        h.direction for h in _rows(spark, sample_lake, "heartbeats") if h.session_id == sid
+    )
+    assert beats["c2s"] == conn["heart_beats_sent"]
+    assert beats["s2c"] == conn["heart_beats_received"]
+
+    messages = [m for m in _rows(spark, sample_lake, "messages") if m.session_id == sid]
+    delivered = sorted(m.message_id for m in messages if m.command == "MESSAGE")
+    assert delivered == sorted(conn["message_ids_received"])
+
+    acks = [a for a in _rows(spark, sample_lake, "acks") if a.session_id == sid]
+    assert sorted(a.ack_id for a in acks if a.command == "ACK") == sorted(conn["ack_ids_sent"])
+    assert sorted(a.ack_id for a in acks if a.command == "NACK") == sorted(conn["nack_ids_sent"])
+
+    receipts = [r for r in _rows(spark, sample_lake, "receipts") if r.session_id == sid]
+    receipted = {r.receipt_id for r in receipts if r.outcome == "receipt"}
+    if conn["ending"] == "open":  # the client's record goes on after the capture stopped
+        assert receipted <= set(conn["receipts_received"])
+        return
+    assert receipted == set(conn["receipts_received"])
+    assert {r.receipt_id for r in receipts} == set(conn["receipts_requested"])
+    answered_by_error = {r.receipt_id for r in receipts if r.outcome == "error"}
+    assert answered_by_error == {
+        e["receipt_id"] for e in conn["errors_received"] if e["receipt_id"]
+    }
+
+
+def test_passcodes_never_reach_the_tables(spark, sample_lake) -> None:
+    for frame in _rows(spark, sample_lake, "frames"):
+        for name, value in frame.header_list:
+            if name == "passcode":
+                assert value == "***"
+
+
+def test_a_rerun_adds_nothing(spark, sample_lake) -> None:
+    before = {t.name: (t.version, t.rows) for t in list_tables(sample_lake)}
+    result = run(
+        RunConfig(inputs=[SAMPLES], lake=sample_lake.root, validate=VALIDATE),
+        progress=lambda _: None,
+    )
+    assert result.batch_id is None
+    assert {t.name: (t.version, t.rows) for t in list_tables(sample_lake)} == before
+
+
+def _table_contents(spark, lake: Lake, table: str) -> list[tuple]:
+    frame = read_table(spark, lake, table).drop("batch_id")
+    return sorted(tuple(str(v) for v in row) for row in frame.collect())
+
+
+def test_connections_split_across_two_runs_equal_one_run(spark, tmp_path) -> None:
+    from tests.support.split_capture import split_by_time
+
+    source = SAMPLES / "activemq-heartbeat-v10.pcap"
+    first, second = split_by_time(source, tmp_path / "parts")
+    whole = Lake(tmp_path / "whole")
+    run(
+        RunConfig(inputs=[source], lake=whole.root, close_open=True, validate=VALIDATE),
+        progress=lambda _: None,
+    )
+
+    parts = Lake(tmp_path / "parts-lake")
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    shutil.copy(first, inbox)
+    carried = run(
+        RunConfig(inputs=[inbox], lake=parts.root, validate=VALIDATE), progress=lambda _: None
+    )
+    assert carried.counts["sessions"] < 3  # connections still open were carried, not ended
+    shutil.copy(second, inbox)
+    run(
+        RunConfig(inputs=[inbox], lake=parts.root, close_open=True, validate=VALIDATE),
+        progress=lambda _: None,
+    )
+
+    for table in ("sessions", "frames", "heartbeats", "messages", "acks", "receipts"):
+        assert _table_contents(spark, parts, table) == _table_contents(spark, whole, table), table
+
+
+def test_discover_skips_partial_and_hidden_files(tmp_path) -> None:
+    (tmp_path / "a.pcap").write_bytes(b"")
+    (tmp_path / "b.pcapng.partial").write_bytes(b"")
+    (tmp_path / ".c.pcap").write_bytes(b"")
+    (tmp_path / "notes.txt").write_bytes(b"")
+    assert [Path(p).name for p in discover([tmp_path])] == ["a.pcap"]

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pipeline.lake.layout import LEDGER, Lake, make_private_dir, private_umask
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_paths_inside_the_root(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    assert lake.table_path("frames") == tmp_path / "lake" / "tables" / "frames"
+    assert lake.ledger_path == tmp_path / "lake" / "_ledger"
+    assert lake.delta_path(LEDGER) == lake.ledger_path
+    assert lake.delta_path("frames") == lake.table_path("frames")
+    assert lake.staging_dir("frames") == lake.table_path("frames") / "_staging"
+    assert lake.lock_path.parent == lake.state_dir
+
+
+@pytest.mark.parametrize("name", ["../etc", "a/b", "", "_ledger", "1abc", "a b", "x" * 129])
+def test_bad_table_names_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="bad table name"):
+        Lake(tmp_path).table_path(name)
+
+
+@pytest.mark.parametrize("name", ["a\\b", "a%20b"])
+def test_roots_delta_rs_would_misread_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="may not contain"):
+        Lake(tmp_path / name)
+
+
+def test_nothing_is_created_until_ensure(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake")
+    assert not lake.root.exists()
+    lake.ensure()
+    assert lake.tables_dir.is_dir() and lake.state_dir.is_dir() and lake.runs_dir.is_dir()
+
+
+def test_folders_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        lake = Lake(tmp_path / "lake").ensure()
+    finally:
+        os.umask(previous)
+    assert mode_of(lake.root) == 0o750
+    assert mode_of(lake.tables_dir) == 0o750
+    assert mode_of(lake.state_dir) == 0o700
+
+
+def test_make_private_dir_sets_mode_on_every_new_level(tmp_path: Path) -> None:
+    make_private_dir(tmp_path / "a" / "b" / "c")
+    assert [mode_of(tmp_path / p) for p in ("a", "a/b", "a/b/c")] == [0o750] * 3
+
+
+def test_private_umask_is_scoped(tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        with private_umask():
+            (tmp_path / "inside").write_text("x")
+        (tmp_path / "after").write_text("x")
+    finally:
+        os.umask(previous)
+    assert mode_of(tmp_path / "inside") == 0o640
+    assert mode_of(tmp_path / "after") == 0o644
+
+
+def test_table_names_lists_only_delta_tables(tmp_path: Path) -> None:
+    lake = Lake(tmp_path).ensure()
+    (lake.table_path("b") / "_delta_log").mkdir(parents=True)
+    (lake.table_path("a") / "_delta_log").mkdir(parents=True)
+    lake.table_path("not_a_table").mkdir()
+    assert lake.table_names() == ["a", "b"]

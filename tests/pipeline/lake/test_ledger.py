@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from pipeline.lake.layout import Lake
+from pipeline.lake.ledger import Ledger
+
+
+def capture(folder: Path, name: str, content: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    target.write_bytes(content)
+    return target
+
+
+def test_each_file_counts_once_across_runs(lake: Lake, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    a = capture(inbox, "a.pcap", b"A" * 100)
+    b = capture(inbox, "b.pcap", b"B" * 100)
+    first = Ledger(lake).new_files([a, b])
+    assert [f.path for f in first] == [str(a), str(b)]
+    Ledger(lake).record(first, "batch-1")
+
+    c = capture(inbox, "c.pcap", b"C" * 100)
+    second = Ledger(Lake(lake.root))
+    assert [f.path for f in second.new_files([a, b, c])] == [str(c)]
+    second.record(second.new_files([c]), "batch-2")
+    assert second.new_files([a, b, c]) == []
+    entries = second.entries()
+    assert sorted(entries["batch_id"].to_pylist()) == ["batch-1", "batch-1", "batch-2"]
+
+
+def test_record_is_idempotent_per_batch(lake: Lake, tmp_path: Path) -> None:
+    ledger = Ledger(lake)
+    files = ledger.new_files([capture(tmp_path, "a.pcap", b"A")])
+    version = ledger.record(files, "batch-1")
+    assert ledger.is_recorded("batch-1")
+    assert ledger.record(files, "batch-1") == version
+    assert DeltaTable(lake.ledger_path).version() == version
+    assert ledger.entries().num_rows == 1
+    assert not ledger.is_recorded("batch-2")
+
+
+def test_same_content_under_a_new_name_is_a_duplicate(lake: Lake, tmp_path: Path) -> None:
+    ledger = Ledger(lake)
+    original = capture(tmp_path, "a.pcap", b"same bytes")
+    ledger.record(ledger.new_files([original]), "batch-1")
+    renamed = tmp_path / "moved" / "a-copy.pcap"
+    renamed.parent.mkdir()
+    shutil.copy(original, renamed)
+    twin = capture(tmp_path, "twin.pcap", b"twin content")
+    twin_copy = capture(tmp_path, "twin-copy.pcap", b"twin content")
+    scan = ledger.scan([renamed, twin, twin_copy])
+    assert [f.path for f in scan.new] == [str(twin)]
+    assert [(d.file.path, d.ingested_path) for d in scan.duplicates] == [
+        (str(renamed), str(original)),
+        (str(twin_copy), str(twin)),
+    ]
+
+
+def test_touched_file_with_same_content_is_not_new(lake: Lake, tmp_path: Path) -> None:
+    ledger = Ledger(lake)
+    target = capture(tmp_path, "a.pcap", b"content")
+    ledger.record(ledger.new_files([target]), "batch-1")
+    os.utime(target, ns=(1, 1))
+    scan = ledger.scan([target])
+    assert scan.new == [] and len(scan.duplicates) == 1
+
+
+def test_grown_file_is_reported_as_changed_not_taken(lake: Lake, tmp_path: Path) -> None:
+    ledger = Ledger(lake)
+    target = capture(tmp_path, "a.pcap", b"first part")
+    ledger.record(ledger.new_files([target]), "batch-1")
+    with target.open("ab") as handle:
+        handle.write(b" and more")
+    scan = ledger.scan([target])
+    assert scan.new == [] and [f.path for f in scan.changed] == [str(target)]
+
+
+def test_unreadable_inputs_are_reported_and_the_rest_goes_on(lake: Lake, tmp_path: Path) -> None:
+    good = capture(tmp_path, "good.pcap", b"ok")
+    scan = Ledger(lake).scan([tmp_path / "missing.pcap", tmp_path, good, good])
+    assert [f.path for f in scan.new] == [str(good)]
+    assert [(p.path, p.kind) for p in scan.problems] == [
+        (str(tmp_path / "missing.pcap"), "unreadable"),
+        (str(tmp_path), "unreadable"),
+    ]
+
+
+def test_empty_record_makes_no_ledger(lake: Lake) -> None:
+    assert Ledger(lake).record([], "batch-1") is None
+    assert not lake.ledger_path.exists()
+
+
+def test_ledger_files_are_private(lake: Lake, tmp_path: Path) -> None:
+    previous = os.umask(0o022)
+    try:
+        ledger = Ledger(lake)
+        ledger.record(ledger.new_files([capture(tmp_path, "a.pcap", b"A")]), "batch-1")
+    finally:
+        os.umask(previous)
+    for entry in lake.ledger_path.rglob("*"):
+        assert entry.stat().st_mode & 0o007 == 0, entry

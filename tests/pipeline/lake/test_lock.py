@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.lake.layout import Lake
+from pipeline.lake.lock import LakeBusy, holds_lake_lock, lake_lock, read_lock_holder
+
+REPO = Path(__file__).resolve().parents[3]
+HOLDER = (
+    "import sys, time; from pipeline.lake.layout import Lake; "
+    "from pipeline.lake.lock import lake_lock\n"
+    "with lake_lock(Lake(sys.argv[1])):\n"
+    "    print('locked', flush=True); time.sleep(float(sys.argv[2]))\n"
+)
+
+
+def start_holder(lake: Lake, seconds: float) -> subprocess.Popen[str]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lake.root), str(seconds)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_second_run_is_refused_with_who_holds_the_lake(lake: Lake) -> None:
+    holder = start_holder(lake, 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(LakeBusy) as refused, lake_lock(lake, wait=0.5):
+            pytest.fail("got the lock while another process holds it")
+        assert time.monotonic() - started >= 0.5
+        message = str(refused.value)
+        assert f"pid {holder.pid}" in message and "busy" in message and str(lake.root) in message
+        assert refused.value.holder is not None and refused.value.holder["pid"] == holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_second_run_waits_for_the_first(lake: Lake) -> None:
+    holder = start_holder(lake, 1.0)
+    started = time.monotonic()
+    with lake_lock(lake, wait=30):
+        waited = time.monotonic() - started
+        assert read_lock_holder(lake)["pid"] == os.getpid()
+    holder.wait(timeout=10)
+    assert 0.3 < waited < 10
+
+
+def test_lock_is_free_again_when_the_holder_is_killed(lake: Lake) -> None:
+    holder = start_holder(lake, 60)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    with lake_lock(lake, wait=0):
+        assert holds_lake_lock(lake)
+    assert not holds_lake_lock(lake)
+    assert read_lock_holder(lake) is None
+
+
+def test_nested_lock_in_one_process_is_refused_not_deadlocked(lake: Lake) -> None:
+    with lake_lock(lake), pytest.raises(LakeBusy, match=f"pid {os.getpid()}"), lake_lock(lake):
+        pass

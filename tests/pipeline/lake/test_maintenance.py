@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import pytest
+from deltalake import DeltaTable
+
+from pipeline.lake.layout import LEDGER, Lake
+from pipeline.lake.ledger import Ledger
+from pipeline.lake.maintenance import compact, vacuum
+from pipeline.lake.orphans import data_files
+from pipeline.lake.reader import TableNotFound, read_table
+from pipeline.lake.writer import write_table_batch
+from tests.pipeline.lake.conftest import event_rows, events_frame, sort_rows
+
+pytestmark = pytest.mark.spark
+
+
+def three_batches(spark, lake: Lake, schema) -> list[dict]:
+    for batch in (1, 2, 3):
+        write_table_batch(
+            events_frame(spark, event_rows(batch), schema),
+            lake,
+            "events",
+            schema=schema,
+            partition_by=["date"],
+            batch_id=f"batch-{batch}",
+        )
+    return sort_rows(event_rows(1) + event_rows(2) + event_rows(3))
+
+
+def test_compact_then_vacuum(spark, lake: Lake, events_spark_schema) -> None:
+    expected = three_batches(spark, lake, events_spark_schema)
+    path = lake.table_path("events")
+    assert len(DeltaTable(path).file_uris()) == 6
+
+    metrics = compact(lake, "events", target_file_mb=16)
+    assert (metrics["numFilesAdded"], metrics["numFilesRemoved"]) == (2, 6)
+    delta = DeltaTable(path)
+    assert len(delta.file_uris()) == 2
+    assert sort_rows(delta.to_pyarrow_table().to_pylist()) == expected
+    assert sort_rows(read_table(spark, lake, "events").toArrow().to_pylist()) == expected
+    assert delta.transaction_version("stomp-lake:events") is not None  # markers survive
+
+    assert vacuum(lake, "events", retention_hours=1) == []  # replaced files still in retention
+    assert len(data_files(path)) == 8
+    removed = vacuum(lake, "events", retention_hours=0)
+    assert len(removed) == 6
+    assert len(data_files(path)) == 2
+    assert sort_rows(read_table(spark, lake, "events").toArrow().to_pylist()) == expected
+    for entry in path.rglob("*"):
+        assert entry.stat().st_mode & 0o007 == 0, entry
+
+
+def test_compact_again_does_nothing(spark, lake: Lake, events_spark_schema) -> None:
+    three_batches(spark, lake, events_spark_schema)
+    compact(lake, "events")
+    version = DeltaTable(lake.table_path("events")).version()
+    assert compact(lake, "events")["numFilesAdded"] == 0
+    assert DeltaTable(lake.table_path("events")).version() == version
+
+
+def test_ledger_compacts_too(lake: Lake, tmp_path) -> None:
+    ledger = Ledger(lake)
+    for n in range(3):
+        capture = tmp_path / f"{n}.pcap"
+        capture.write_bytes(bytes([n]))
+        ledger.record(ledger.new_files([capture]), f"batch-{n}")
+    assert compact(lake, LEDGER)["numFilesRemoved"] == 3
+    assert ledger.entries().num_rows == 3
+
+
+def test_missing_table(lake: Lake) -> None:
+    with pytest.raises(TableNotFound):
+        compact(lake, "absent")
+    with pytest.raises(ValueError):
+        vacuum(lake, "absent", retention_hours=-1)

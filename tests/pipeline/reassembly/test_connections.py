@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+import hashlib
+import pickle
+
+from pipeline.ingest.records import ACK, FIN, PSH, RST, SYN, TcpPacket
+from pipeline.reassembly.connections import (
+    Closed,
+    ConnectionEvent,
+    ConnectionTracker,
+    Opened,
+    Segment,
+    canonical_key,
+    connection_id,
+)
+from pipeline.reassembly.stream import Data, Gap
+
+CLIENT = ("10.0.0.5", 40100)
+SERVER = ("10.0.0.9", 61613)
+
+
+def packet(
+    ts: int,
+    src: tuple[str, int],
+    dst: tuple[str, int],
+    seq: int,
+    flags: int,
+    payload: bytes = b"",
+    ack: int = 0,
+) -> tuple[TcpPacket, bytes]:
+    p = TcpPacket(
+        ts, src[0], src[1], dst[0], dst[1], seq, ack, flags, 65535, 0, len(payload), len(payload), 0
+    )
+    return p, payload
+
+
+def run(tracker: ConnectionTracker, packets: list[tuple[TcpPacket, bytes]]) -> list:
+    events: list[ConnectionEvent] = []
+    for p, payload in packets:
+        events += tracker.add(p, payload)
+    return events + tracker.flush()
+
+
+def streams(events: list[ConnectionEvent]) -> dict[tuple[str, bool], bytes]:
+    out: dict[tuple[str, bool], bytes] = {}
+    for e in events:
+        if isinstance(e, Segment) and isinstance(e.event, Data):
+            key = (e.connection_id, e.from_client)
+            out[key] = out.get(key, b"") + e.event.data
+    return out
+
+
+def session(ts: int, client_isn: int, server_isn: int, close: str = "fin") -> list:
+    c, s = CLIENT, SERVER
+    packets = [
+        packet(ts, c, s, client_isn, SYN),
+        packet(ts + 1, s, c, server_isn, SYN | ACK, ack=client_isn + 1),
+        packet(ts + 2, c, s, client_isn + 1, ACK),
+        packet(ts + 3, c, s, client_isn + 1, PSH | ACK, b"CONNECT\n\n\0"),
+        packet(ts + 4, s, c, server_isn + 1, PSH | ACK, b"CONNECTED\n\n\0"),
+    ]
+    if close == "fin":
+        packets += [
+            packet(ts + 5, c, s, client_isn + 11, FIN | ACK),
+            packet(ts + 6, s, c, server_isn + 13, FIN | ACK),
+            packet(ts + 7, c, s, client_isn + 12, ACK),
+        ]
+    elif close == "rst":
+        packets.append(packet(ts + 5, s, c, server_isn + 13, RST))
+    return packets
+
+
+def test_handshake_sets_roles_ends_and_both_streams() -> None:
+    events = run(ConnectionTracker(), session(100, 1000, 9000))
+    opened = [e for e in events if isinstance(e, Opened)]
+    closed = [e for e in events if isinstance(e, Closed)]
+    assert len(opened) == len(closed) == 1
+    conn = closed[0].connection
+    assert (conn.client, conn.server, conn.role_source) == (CLIENT, SERVER, "syn")
+    assert (conn.client_isn, conn.server_isn) == (1000, 9000)
+    assert (conn.client_end, conn.server_end) == ("fin", "fin")
+    assert (conn.first_ts_ns, conn.last_ts_ns) == (100, 107)
+    cid = conn.connection_id
+    assert streams(events) == {(cid, True): b"CONNECT\n\n\0", (cid, False): b"CONNECTED\n\n\0"}
+    assert isinstance(events[-1], Closed)
+
+
+def test_connection_id_is_documented_sha1_and_role_independent() -> None:
+    expected = hashlib.sha1(b"10.0.0.5|40100|10.0.0.9|61613|100").hexdigest()[:16]
+    assert connection_id(*CLIENT, *SERVER, 100) == expected
+    assert connection_id(*SERVER, *CLIENT, 100) == expected
+    events = run(ConnectionTracker(), session(100, 1000, 9000))
+    assert events[0].connection.connection_id == expected
+
+
+def test_new_syn_after_fin_on_the_same_tuple_starts_a_new_connection() -> None:
+    events = run(ConnectionTracker(), session(100, 1000, 9000) + session(200, 5000, 7000))
+    kinds = [type(e).__name__ for e in events if not isinstance(e, Segment)]
+    assert kinds == ["Opened", "Closed", "Opened", "Closed"]
+    ids = [e.connection.connection_id for e in events if isinstance(e, Opened)]
+    assert len(set(ids)) == 2
+    assert len(streams(events)) == 4
+
+
+def test_new_syn_after_rst_starts_a_new_connection() -> None:
+    events = run(ConnectionTracker(), session(100, 1000, 9000, "rst") + session(200, 5, 7))
+    closed = [e.connection for e in events if isinstance(e, Closed)]
+    assert [(c.client_end, c.server_end) for c in closed] == [("none", "rst"), ("fin", "fin")]
+
+
+def test_retransmitted_syn_stays_in_the_same_connection() -> None:
+    packets = session(100, 1000, 9000)
+    packets.insert(1, packet(100, CLIENT, SERVER, 1000, SYN))
+    events = run(ConnectionTracker(), packets)
+    assert sum(isinstance(e, Opened) for e in events) == 1
+
+
+def test_syn_with_another_isn_supersedes_an_open_connection() -> None:
+    first = session(100, 1000, 9000, close="none")
+    events = run(ConnectionTracker(), first + session(200, 77, 88))
+    closed = [e.connection for e in events if isinstance(e, Closed)]
+    assert len(closed) == 2
+    assert (closed[0].client_end, closed[0].server_end) == ("none", "none")
+
+
+def test_mid_stream_capture_uses_broker_ports_for_roles() -> None:
+    packets = [
+        packet(10, SERVER, CLIENT, 500, PSH | ACK, b"MESSAGE\n\n\0"),
+        packet(11, CLIENT, SERVER, 300, PSH | ACK, b"ACK\n\n\0"),
+    ]
+    events = run(ConnectionTracker(broker_ports={61613}), packets)
+    conn = events[0].connection
+    assert (conn.client, conn.server, conn.role_source) == (CLIENT, SERVER, "broker_port")
+    cid = conn.connection_id
+    assert streams(events) == {(cid, False): b"MESSAGE\n\n\0", (cid, True): b"ACK\n\n\0"}
+
+
+def test_mid_stream_without_ports_is_unknown_and_roles_can_be_swapped() -> None:
+    tracker = ConnectionTracker()
+    events = tracker.add(*packet(10, SERVER, CLIENT, 500, PSH | ACK, b"MESSAGE\n\n\0"))
+    conn = events[0].connection
+    assert conn.role_source == "unknown" and conn.client == SERVER  # provisional
+    assert events[1].from_client is True
+    cid = conn.connection_id
+    tracker.swap_roles()  # the caller saw a MESSAGE frame: that side is the server
+    assert conn.client == CLIENT and conn.server == SERVER and conn.connection_id == cid
+    later = tracker.add(*packet(11, SERVER, CLIENT, 510, PSH | ACK, b"MESSAGE\n\n\0"))
+    assert later[0].from_client is False
+    assert tracker.add(*packet(12, CLIENT, SERVER, 1, PSH | ACK, b"ACK"))[0].from_client is True
+
+
+def test_syn_ack_without_syn_gives_roles_and_the_client_isn() -> None:
+    packets = session(100, 1000, 9000)[1:]  # the SYN was not captured
+    events = run(ConnectionTracker(), packets)
+    conn = events[0].connection
+    assert (conn.client, conn.role_source, conn.client_isn) == (CLIENT, "syn_ack", 1000)
+    assert streams(events)[(conn.connection_id, True)] == b"CONNECT\n\n\0"
+
+
+def test_reused_tuple_without_a_captured_handshake_is_split_by_sequence_distance() -> None:
+    first = session(100, 1000, 9000)
+    reuse = [packet(300, CLIENT, SERVER, 3_000_000_000, PSH | ACK, b"SEND\n\n\0")]
+    events = run(ConnectionTracker(), first + reuse)
+    assert sum(isinstance(e, Opened) for e in events) == 2
+
+
+def test_late_retransmission_after_close_stays_in_the_closed_connection() -> None:
+    late = [packet(120, CLIENT, SERVER, 1001, PSH | ACK, b"CONNECT\n\n\0")]
+    events = run(ConnectionTracker(), session(100, 1000, 9000) + late)
+    assert sum(isinstance(e, Opened) for e in events) == 1
+
+
+def test_capture_losses_surface_as_gaps_in_the_right_direction() -> None:
+    packets = session(100, 1000, 9000)
+    packets[3] = packet(103, CLIENT, SERVER, 1005, PSH | ACK, b"ECT\n\n\0")  # lost "CONN"
+    events = run(ConnectionTracker(), packets)
+    gaps = [
+        (e.from_client, e.event)
+        for e in events
+        if isinstance(e, Segment) and isinstance(e.event, Gap)
+    ]
+    assert gaps == [(True, Gap(0, 4, 103))]  # stamped with the segment after the hole
+
+
+def test_packets_of_another_tuple_are_ignored_and_counted() -> None:
+    tracker = ConnectionTracker()
+    tracker.add(*packet(1, CLIENT, SERVER, 1, SYN))
+    assert tracker.add(*packet(2, ("10.0.0.99", 1), SERVER, 1, ACK)) == []
+    assert tracker.foreign_packets == 1
+
+
+def test_tracker_state_pickles_between_runs() -> None:
+    packets = session(100, 1000, 9000)
+    tracker = ConnectionTracker(broker_ports={61613})
+    events = []
+    for p, payload in packets[:4]:
+        events += tracker.add(p, payload)
+    tracker = pickle.loads(pickle.dumps(tracker))
+    for p, payload in packets[4:]:
+        events += tracker.add(p, payload)
+    events += tracker.flush()
+    assert sorted(streams(events).values()) == [b"CONNECT\n\n\0", b"CONNECTED\n\n\0"]
+
+
+def test_canonical_key_is_the_same_both_ways() -> None:
+    a = packet(1, CLIENT, SERVER, 1, ACK)[0]
+    b = packet(1, SERVER, CLIENT, 1, ACK)[0]
+    assert canonical_key(a) == canonical_key(b) == ("10.0.0.5", 40100, "10.0.0.9", 61613)

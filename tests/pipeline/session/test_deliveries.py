@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+from pipeline.session import ModelOptions
+from tests.pipeline.session.conversation import MS, T0, Conversation, only
+
+
+def _by_id(rows: list[dict]) -> dict[str, dict]:
+    return {row["message_id"]: row for row in rows if row["command"] == "MESSAGE"}
+
+
+def test_auto_mode_messages_are_final_at_once() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "auto")
+    talk.message(10, "0", "m1")
+    talk.drain()
+    assert [m["ack_outcome"] for m in talk.rows["messages"]] == ["auto"]  # before the end
+    rows = talk.finish(20)
+    message = rows["messages"][0]
+    assert message["ack_mode"] == "auto" and message["acked_at"] is None
+    assert rows["sessions"][0]["unacked_messages"] == 0
+
+
+def test_client_ack_is_cumulative_and_times_every_covered_message() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client")
+    talk.subscribe(6, "1", "client", dest="/queue/b")
+    talk.message(10, "0", "m1", ack="a1")
+    talk.message(20, "0", "m2", ack="a2")
+    talk.message(25, "1", "other", ack="b1", dest="/queue/b")  # another subscription
+    talk.message(30, "0", "m3", ack="a3")
+    talk.message(40, "0", "m4", ack="a4")
+    talk.client(100, "ACK", [("id", "a3")])
+    talk.drain()
+    settled = _by_id(talk.rows["messages"])
+    assert sorted(settled) == ["m1", "m2", "m3"]  # emitted once final, m4 still open
+    rows = talk.finish(200)
+    ack = rows["acks"][0]
+    assert ack["acked_message_count"] == 3
+    assert ack["ack_mode"] == "client"
+    assert ack["message_id"] == "m3" and ack["subscription"] == "0"
+    assert ack["delivered_at_ns"] == T0 + 30 * MS
+    assert ack["latency_ms"] == 70.0
+    messages = _by_id(rows["messages"])
+    for message_id, delivered in (("m1", 10), ("m2", 20), ("m3", 30)):
+        assert messages[message_id]["ack_outcome"] == "ACK"
+        assert messages[message_id]["acked_at_ns"] == T0 + 100 * MS
+        assert messages[message_id]["ack_latency_ms"] == 100.0 - delivered
+        assert messages[message_id]["ack_frame_index"] == ack["frame_index"]
+    assert messages["m4"]["ack_outcome"] == "none" and messages["m4"]["acked_at"] is None
+    assert messages["other"]["ack_outcome"] == "none"
+    assert rows["sessions"][0]["unacked_messages"] == 2
+    subscription = only(rows["subscriptions"], subscription_id="0")[0]
+    assert (subscription["messages_delivered"], subscription["messages_acked"]) == (4, 3)
+    assert subscription["messages_unacked"] == 1
+
+
+def test_client_individual_ack_settles_only_the_named_message() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client-individual")
+    for n in range(1, 4):
+        talk.message(10 * n, "0", f"m{n}", ack=f"a{n}")
+    talk.client(50, "ACK", [("id", "a2")])
+    rows = talk.finish(60)
+    assert rows["acks"][0]["acked_message_count"] == 1
+    outcomes = {k: v["ack_outcome"] for k, v in _by_id(rows["messages"]).items()}
+    assert outcomes == {"m1": "none", "m2": "ACK", "m3": "none"}
+    assert rows["sessions"][0]["unacked_messages"] == 2
+
+
+def test_nack_settles_with_nack_outcome() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client-individual")
+    talk.message(10, "0", "m1", ack="a1")
+    talk.client(15, "NACK", [("id", "a1")])
+    rows = talk.finish(20)
+    assert rows["acks"][0]["command"] == "NACK"
+    assert rows["acks"][0]["acked_message_count"] == 1
+    assert rows["messages"][0]["ack_outcome"] == "NACK"
+    assert rows["messages"][0]["ack_latency_ms"] == 5.0
+    assert rows["sessions"][0]["nacks"] == 1
+    assert rows["subscriptions"][0]["messages_nacked"] == 1
+
+
+def test_1_2_ack_names_the_ack_header_not_the_message_id() -> None:
+    talk = Conversation()
+    talk.handshake(version="1.2")
+    talk.subscribe(5, "0", "client-individual")
+    talk.message(10, "0", "ID:host-1:1", ack="ack-77")  # ActiveMQ: ack differs from message-id
+    talk.client(20, "ACK", [("id", "ack-77")])
+    rows = talk.finish(30)
+    assert rows["acks"][0]["ack_id"] == "ack-77"
+    assert rows["acks"][0]["message_id"] == "ID:host-1:1"
+    assert rows["messages"][0]["ack_outcome"] == "ACK"
+    assert rows["anomalies"] == []
+
+
+def test_1_1_ack_names_the_message_id() -> None:
+    talk = Conversation(version="1.1")
+    talk.handshake(accept="1.1", version="1.1")
+    talk.subscribe(5, "0", "client")
+    talk.message(10, "0", "m-1")
+    talk.message(11, "0", "m-2")
+    talk.client(20, "ACK", [("subscription", "0"), ("message-id", "m-2")])
+    rows = talk.finish(30)
+    assert rows["acks"][0]["ack_id"] == "m-2"
+    assert rows["acks"][0]["acked_message_count"] == 2
+
+
+def test_1_0_without_subscription_ids_matches_by_destination() -> None:
+    talk = Conversation(version="1.0")
+    talk.handshake(accept=None, version=None)
+    talk.client(5, "SUBSCRIBE", [("destination", "/queue/a"), ("ack", "client")])
+    talk.server(10, "MESSAGE", [("destination", "/queue/a"), ("message-id", "x1")], b"1")
+    talk.client(20, "ACK", [("message-id", "x1")])
+    talk.client(25, "UNSUBSCRIBE", [("destination", "/queue/a")])
+    rows = talk.finish(30)
+    assert rows["messages"][0]["ack_mode"] == "client"
+    assert rows["messages"][0]["ack_outcome"] == "ACK"
+    subscription = rows["subscriptions"][0]
+    assert subscription["subscription_id"] is None
+    assert subscription["ended_by"] == "unsubscribe"
+    assert subscription["unsubscribed_at_ns"] == T0 + 25 * MS
+    assert rows["anomalies"] == []
+
+
+def test_unmatched_ack_is_a_violation_and_acknowledges_nothing() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client")
+    talk.message(10, "0", "m1", ack="a1")
+    talk.client(20, "ACK", [("id", "nope"), ("subscription", "0")])
+    rows = talk.finish(30)
+    assert rows["acks"][0]["acked_message_count"] == 0
+    assert rows["acks"][0]["ack_mode"] == "client"
+    assert rows["acks"][0]["delivered_at"] is None
+    assert [a["kind"] for a in rows["anomalies"]] == ["ack_unmatched"]
+    assert rows["messages"][0]["ack_outcome"] == "none"
+
+
+def test_messages_of_an_unseen_subscription_without_connect_are_not_violations() -> None:
+    talk = Conversation(mid_stream=True)
+    talk.message(10, "7", "m1", ack="a1")
+    talk.message(11, "7", "m2", ack="a2")
+    talk.client(20, "ACK", [("id", "a2")])
+    rows = talk.finish(30, "capture_end")
+    outcomes = {k: v["ack_outcome"] for k, v in _by_id(rows["messages"]).items()}
+    assert outcomes == {"m1": "none", "m2": "ACK"}  # unknown mode: individually
+    assert rows["anomalies"] == []
+    subscription = rows["subscriptions"][0]
+    assert subscription["subscription_id"] == "7" and subscription["ack_mode"] is None
+    assert subscription["subscribe_frame_index"] is None
+    assert subscription["subscribed_at_ns"] == T0 + 10 * MS
+
+
+def test_pending_messages_are_bounded() -> None:
+    talk = Conversation(ModelOptions(max_pending_messages=3))
+    talk.handshake()
+    talk.subscribe(5, "0", "client")
+    for n in range(6):
+        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}")
+    talk.drain()
+    given_up = [m["message_id"] for m in talk.rows["messages"]]
+    assert given_up == ["m0", "m1", "m2"]
+    talk.client(30, "ACK", [("id", "a5")])
+    rows = talk.finish(40)
+    assert rows["acks"][0]["acked_message_count"] == 3
+    assert [a["kind"] for a in rows["anomalies"]] == ["pending_overflow"]
+    assert rows["sessions"][0]["unacked_messages"] == 3
+    assert rows["subscriptions"][0]["messages_unacked"] == 3
+
+
+def test_resubscribing_an_active_id_ends_the_old_subscription() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "auto")
+    talk.subscribe(6, "0", "client", dest="/queue/b")
+    rows = talk.finish(10)
+    ended = sorted(s["ended_by"] for s in rows["subscriptions"])
+    assert ended == ["replaced", "session_end"]
+    assert [a["kind"] for a in rows["anomalies"]] == ["duplicate_subscription"]

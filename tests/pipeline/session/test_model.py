@@ -1,0 +1,416 @@
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+import uuid
+from datetime import UTC, date, datetime
+
+import pytest
+import stomp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.session import ModelOptions, SessionModel
+from pipeline.stomp import encode_frame
+from schemas import TABLES, load
+from tests.pipeline.session.conversation import (
+    CLIENT,
+    MS,
+    SERVER,
+    T0,
+    Conversation,
+    RecordingRelay,
+    model_of,
+    only,
+    replay,
+)
+from tests.support.brokers import Broker, activemq, rabbitmq  # noqa: F401 - fixtures
+
+# ---- frames: timing and indexing -------------------------------------------------------------
+
+
+def test_frame_times_come_from_the_chunks_holding_first_byte_and_nul() -> None:
+    talk = Conversation()
+    talk.handshake()
+    frame = encode_frame("SEND", [("destination", "/q")], b"x" * 100)
+    talk.data("c2s", 10, frame[:30])
+    talk.data("c2s", 12, frame[30:80])
+    talk.data("c2s", 15, frame[80:])
+    rows = talk.finish(20)
+    send = only(rows["frames"], command="SEND")[0]
+    assert send["ts_ns"] == T0 + 10 * MS and send["ts_end_ns"] == T0 + 15 * MS
+    assert send["ts"] == datetime(2023, 11, 14, 22, 13, 20, 10000, tzinfo=UTC)
+    assert send["date"] == date(2023, 11, 14)
+    assert send["frame_length"] == len(frame) and send["body_length"] == 100
+    assert send["content_length"] == 100
+    connect = only(rows["frames"], command="CONNECT")[0]
+    assert send["stream_offset"] == connect["frame_length"]
+    assert [f["frame_index"] for f in rows["frames"]] == [0, 1, 2]
+    assert [f["direction"] for f in rows["frames"]] == ["c2s", "s2c", "c2s"]
+
+
+def test_frames_keep_repeated_headers_in_wire_order_and_first_value_in_map() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(2, "0")
+    talk.message(5, "0", "m1", extra=[("color", "red"), ("color", "blue"), ("x-app", "7")])
+    rows = talk.finish(10)
+    frame = only(rows["frames"], command="MESSAGE")[0]
+    assert frame["headers"]["color"] == "red"
+    assert [v for n, v in frame["header_list"] if n == "color"] == ["red", "blue"]
+    message = rows["messages"][0]
+    assert message["user_headers"] == {"color": "red", "x-app": "7"}
+
+
+# ---- heart-beats ------------------------------------------------------------------------------
+
+
+def test_eol_after_nul_in_same_chunk_is_not_a_heartbeat_but_a_later_one_is() -> None:
+    talk = Conversation()
+    talk.handshake(client_hb="0,1000", server_hb="1000,0")  # s2c beats every 1000 ms
+    talk.server(100, "RECEIPT", [("receipt-id", "x")], trailer=b"\n")  # trailer, same chunk
+    talk.server(200, "RECEIPT", [("receipt-id", "y")], trailer=b"")
+    talk.data("s2c", 700, b"\n")  # follows the NUL, but in a later packet: a beat
+    talk.data("s2c", 1900, b"\n")
+    talk.data("s2c", 1900.5, b"\r\n")
+    rows = talk.finish(2000)
+    beats = rows["heartbeats"]
+    assert [b["ts_ns"] for b in beats] == [T0 + 700 * MS, T0 + 1900 * MS, T0 + int(1900.5 * MS)]
+    assert [b["gap_ms"] for b in beats] == [500.0, 1200.0, 0.5]
+    assert all(b["expected_ms"] == 1000 for b in beats)
+    assert beats[1]["lateness_ms"] == 200.0
+    assert (beats[1]["late_1x"], beats[1]["late_1_5x"], beats[1]["late_2x"]) == (
+        True,
+        False,
+        False,
+    )
+    assert beats[0]["late_1x"] is False
+    assert rows["sessions"][0]["s2c_heartbeats"] == 3
+    assert rows["sessions"][0]["c2s_heartbeats"] == 0
+
+
+def test_heartbeat_lateness_thresholds_on_synthetic_timing() -> None:
+    talk = Conversation(ModelOptions(late_thresholds=(1.0, 1.5, 2.0)))
+    talk.handshake(client_hb="2000,0", server_hb="0,2000")  # c2s every 2000 ms
+    now = 0.0  # the CONNECT: the last client byte before the first beat
+    expected = []
+    for gap in (1900, 2100, 3100, 4100):
+        now += gap
+        talk.data("c2s", now, b"\n")
+        expected.append((gap > 2000, gap > 3000, gap > 4000))
+    rows = talk.finish(now + 1)
+    beats = rows["heartbeats"]
+    assert [b["gap_ms"] for b in beats] == [1900.0, 2100.0, 3100.0, 4100.0]
+    assert [(b["late_1x"], b["late_1_5x"], b["late_2x"]) for b in beats] == expected
+    assert [b["lateness_ms"] for b in beats] == [-100.0, 100.0, 1100.0, 2100.0]
+
+
+def test_beats_without_negotiated_interval_are_recorded_without_lateness() -> None:
+    talk = Conversation()
+    talk.handshake()  # no heart-beat headers
+    talk.data("c2s", 50, b"\n")
+    beat = talk.finish(60)["heartbeats"][0]
+    assert beat["expected_ms"] is None and beat["lateness_ms"] is None
+    assert beat["late_1x"] is None and beat["gap_ms"] == 50.0
+
+
+# ---- bad input becomes anomalies ---------------------------------------------------------------
+
+
+def test_gaps_conflicts_and_framing_problems_are_recorded_and_decoding_goes_on() -> None:
+    talk = Conversation()
+    talk.handshake()
+    frame = encode_frame("SEND", [("destination", "/q")], b"abcdef")
+    talk.data("c2s", 10, frame[:20], ("cap.pcap", 1000))
+    talk.gap("c2s", 11, 5)  # the rest of that frame is lost
+    talk.data("c2s", 12, frame[25:] + encode_frame("SEND", [("destination", "/r")], b"ok"))
+    talk.conflict("c2s", 13, 3, 4)
+    talk.data("s2c", 14, b"\x00\x00", ("cap.pcap", 2000))  # stray NULs
+    rows = talk.finish(20)
+    anomalies = {a["kind"]: a for a in rows["anomalies"]}
+    assert anomalies["gap"]["source"] == "tcp" and anomalies["gap"]["detail"]
+    assert anomalies["conflict"]["stream_offset"] == 3
+    assert anomalies["frame_cut_by_gap"]["source"] == "stomp"
+    assert anomalies["frame_cut_by_gap"]["file"] == "cap.pcap"
+    assert anomalies["frame_cut_by_gap"]["file_offset"] == 1000
+    assert anomalies["stray_nul"]["file_offset"] == 2000
+    assert anomalies["stray_nul"]["direction"] == "s2c"
+    sends = only(rows["messages"], command="SEND")
+    assert [s["destination"] for s in sends] == ["/r"]  # resynced after the gap
+    session = rows["sessions"][0]
+    assert session["gap_bytes"] == 5 and session["conflict_bytes"] == 4
+    assert session["violations"] == sum(a["source"] == "stomp" for a in rows["anomalies"])
+    assert all(a["session_id"] == "s1" and a["ts"] is not None for a in rows["anomalies"])
+
+
+def test_unannounced_holes_and_repeated_bytes_are_handled() -> None:
+    model = SessionModel("s1", CLIENT, SERVER)
+    one = encode_frame("SEND", [("destination", "/a")], b"1")
+    two = encode_frame("SEND", [("destination", "/b")], b"2")
+    model.on_data("c2s", T0, 0, one)
+    model.on_data("c2s", T0 + MS, 0, one + two)  # the first frame again, then new bytes
+    model.on_data("c2s", T0 + 2 * MS, len(one + two) + 10, two)  # 10 bytes never seen
+    model.finish(T0 + 3 * MS)
+    rows = model.drain()
+    assert [m["destination"] for m in rows["messages"]] == ["/a", "/b", "/b"]
+    assert sorted(a["kind"] for a in rows["anomalies"]) == ["gap", "overlap"]
+    assert rows["sessions"][0]["gap_bytes"] == 10
+
+
+def test_truncated_frame_at_close_is_reported() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.data("c2s", 5, b"SEND\ndestination:/q\n\nhal")
+    talk.close("c2s", 6)
+    rows = talk.finish(7)
+    assert [a["kind"] for a in rows["anomalies"]] == ["truncated_frame"]
+    assert rows["sessions"][0]["end_reason"] == "fin"
+
+
+def test_data_after_finish_is_ignored_and_reported() -> None:
+    model = SessionModel("s1", CLIENT, SERVER)
+    model.finish(T0)
+    model.on_data("c2s", T0 + MS, 0, b"SEND\n\n\x00")
+    rows = model.drain()
+    assert len(rows["sessions"]) == 1 and rows["frames"] == []
+    assert [a["kind"] for a in rows["anomalies"]] == ["data_after_finish"]
+    model.finish(T0 + 2 * MS)
+    assert model.drain()["sessions"] == []
+
+
+# ---- a rich session: every table, schema conformance, resume after pickling ----------------
+
+
+def _rich_session(options: ModelOptions | None = None) -> Conversation:
+    talk = Conversation(options or ModelOptions("preview", 8, b"k"))
+    talk.handshake(client_hb="1000,1000", server_hb="1000,1000")
+    talk.subscribe(5, "0", "client")
+    talk.subscribe(6, "1", "client-individual", dest="/queue/b")
+    for n in range(6):
+        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}", body=b"body %d" % n)
+        talk.message(10.5 + n, "1", f"b{n}", ack=f"b{n}", dest="/queue/b")
+    talk.data("c2s", 900, b"\n")
+    talk.data("s2c", 950, b"\n")
+    split = encode_frame("SEND", [("destination", "/split"), ("x-k", "v")], b"s" * 50)
+    for n, piece in enumerate((split[:7], split[7:40], split[40:])):
+        talk.data("c2s", 960 + n, piece, ("cap.pcap", 5000 + n * 100))
+    talk.client(1000, "ACK", [("id", "a2")])
+    talk.client(1001, "NACK", [("id", "b1")])
+    talk.client(1002, "BEGIN", [("transaction", "t1")])
+    talk.client(1003, "ACK", [("id", "a4"), ("transaction", "t1")])
+    talk.client(1004, "SEND", [("destination", "/out"), ("transaction", "t1")], b"reply")
+    talk.client(1005, "COMMIT", [("transaction", "t1"), ("receipt", "c1")])
+    talk.server(1006, "RECEIPT", [("receipt-id", "c1")])
+    talk.client(1007, "BEGIN", [("transaction", "t2")])
+    talk.client(1008, "ACK", [("id", "b2"), ("transaction", "t2")])
+    talk.client(1009, "ABORT", [("transaction", "t2")])
+    talk.client(1010, "UNSUBSCRIBE", [("id", "1")])
+    talk.client(1011, "SEND", [("receipt", "lost")], b"no destination")
+    talk.server(1012, "ERROR", [("message", "no destination")], b"long error body")
+    talk.gap("s2c", 1013, 7)
+    talk.conflict("c2s", 1014, 0, 3)
+    talk.data("c2s", 1015, b"\x00")
+    talk.client(1016, "DISCONNECT", [("receipt", "bye")])
+    talk.server(1017, "RECEIPT", [("receipt-id", "bye")])
+    talk.close("s2c", 1018)
+    talk.close("c2s", 1019)
+    talk.finish(1020)
+    return talk
+
+
+def test_rich_session_fills_every_table_with_schema_conformant_rows() -> None:
+    rows = _rich_session().rows
+    for table in TABLES:
+        assert rows[table], f"no {table} rows"
+        schema = load(table)
+        with_batch = [{**row, "batch_id": "b-1"} for row in rows[table]]
+        arrow = schema.arrow_table(with_batch)  # exact keys, types and nullability
+        assert arrow.num_rows == len(rows[table])
+    session = rows["sessions"][0]
+    assert session["end_reason"] == "disconnect_receipt"
+    assert session["c2s_frames"] + session["s2c_frames"] == len(rows["frames"])
+    assert session["messages_delivered"] == 12
+    assert len(only(rows["messages"], command="MESSAGE")) == 12
+
+
+@pytest.mark.parametrize("every", [1, 2, 5])
+def test_pickling_mid_session_and_resuming_gives_the_same_rows(every: int) -> None:
+    talk = _rich_session()
+    fresh = SessionModel("s1", CLIENT, SERVER, talk.model.options)
+    _, resumed = replay(talk.script, fresh, pickle_every=every)
+    assert resumed == talk.rows
+
+
+def test_pickled_model_carries_undecoded_tail_and_unacked_deliveries() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client")
+    talk.message(10, "0", "m1", ack="a1")
+    frame = encode_frame("ACK", [("id", "a1")])
+    talk.data("c2s", 20, frame[:5])  # half an ACK at the end of a run
+    model = pickle.loads(pickle.dumps(talk.model))
+    model.on_data("c2s", T0 + 30 * MS, talk.offsets["c2s"], frame[5:])
+    model.finish(T0 + 40 * MS)
+    rows = model.drain()
+    ack = rows["acks"][0]
+    assert ack["ts_ns"] == T0 + 20 * MS  # first byte came in the earlier run
+    assert ack["acked_message_count"] == 1
+    assert rows["messages"][0]["ack_latency_ms"] == 10.0
+
+
+# ---- properties: chunking does not matter, bad input never crashes ---------------------------
+
+_PLAIN = _rich_session()
+
+
+def _without_beats(rows: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    kept = {name: table for name, table in rows.items() if name != "heartbeats"}
+    ignored = ("c2s_heartbeats", "s2c_heartbeats")
+    kept["sessions"] = [{k: v for k, v in r.items() if k not in ignored} for r in rows["sessions"]]
+    return kept
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_any_split_of_the_same_packets_gives_the_same_rows(data: st.DataObject) -> None:
+    model = SessionModel("s1", CLIENT, SERVER, _PLAIN.model.options)
+    for method, args in _PLAIN.script:
+        if method != "on_data" or len(args[3]) < 2:
+            getattr(model, method)(*args)
+            continue
+        direction, ts_ns, offset, payload, source = args
+        cuts = data.draw(st.sets(st.integers(1, len(payload) - 1), max_size=3))
+        bounds = [0, *sorted(cuts), len(payload)]
+        for start, end in zip(bounds, bounds[1:], strict=False):
+            model.on_data(direction, ts_ns, offset + start, payload[start:end], source)
+    # an EOL split from its NUL becomes a heart-beat, so beats may differ; nothing else may
+    assert _without_beats(model.drain()) == _without_beats(_PLAIN.rows)
+
+
+_PIECES = [
+    encode_frame("CONNECT", [("accept-version", "1.2"), ("passcode", "pw-123456")]),
+    b"CONNECTED\nversion:1.2\nheart-beat:10,10\n\n\x00\n",
+    encode_frame("SUBSCRIBE", [("id", "0"), ("destination", "/q"), ("ack", "client")]),
+    encode_frame("MESSAGE", [("subscription", "0"), ("message-id", "m"), ("ack", "a")], b"b"),
+    encode_frame("ACK", [("id", "a"), ("transaction", "t")]),
+    encode_frame("BEGIN", [("transaction", "t")]),
+    encode_frame("COMMIT", [("transaction", "t"), ("receipt", "r")]),
+    encode_frame("RECEIPT", [("receipt-id", "r")]),
+    encode_frame("ERROR", [("message", "m"), ("receipt-id", "zz")], b"trace"),
+    encode_frame("DISCONNECT", [("receipt", "r")]),
+    b"\n",
+    b"\r\n",
+    b"\x00",
+    b"SEND\ncontent-length:99\n\nshort\x00",
+]
+_STEP = st.tuples(
+    st.sampled_from(["c2s", "s2c"]),
+    st.sampled_from(["data", "data", "data", "gap", "conflict", "close"]),
+    st.one_of(st.sampled_from(_PIECES), st.binary(max_size=40)),
+    st.integers(0, 5),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_STEP, max_size=25), st.booleans())
+def test_arbitrary_input_never_crashes_and_rows_fit_the_schemas(
+    steps: list[tuple[str, str, bytes, int]], mid_stream: bool
+) -> None:
+    model = SessionModel("s1", CLIENT, SERVER, ModelOptions("preview", 4), mid_stream=mid_stream)
+    offsets = {"c2s": 0, "s2c": 0}
+    ts = T0
+    for direction, action, payload, cut in steps:
+        ts += MS
+        if action == "data":
+            piece = payload[cut:] if cut < len(payload) else payload
+            model.on_data(direction, ts, offsets[direction], piece, ("f.pcap", 0))
+            offsets[direction] += len(piece)
+        elif action == "gap":
+            model.on_gap(direction, ts, offsets[direction], cut + 1)
+            offsets[direction] += cut + 1
+        elif action == "conflict":
+            model.on_conflict(direction, ts, 0, cut)
+        else:
+            model.on_close(direction, ts, "fin" if cut % 2 else "rst")
+    model.finish(ts + MS, "capture_end")
+    rows = model.drain()
+    assert len(rows["sessions"]) == 1
+    for table in TABLES:
+        load(table).arrow_table([{**row, "batch_id": "b"} for row in rows[table]])
+    assert "pw-123456" not in repr(rows)
+
+
+# ---- real brokers, real client: traffic recorded by a loopback relay ---------------------------
+
+
+class _Inbox(stomp.ConnectionListener):
+    def __init__(self, expected: int) -> None:
+        self.frames: list[stomp.utils.Frame] = []
+        self.expected = expected
+        self.full = threading.Event()
+
+    def on_message(self, frame: stomp.utils.Frame) -> None:
+        self.frames.append(frame)
+        if len(self.frames) >= self.expected:
+            self.full.set()
+
+
+def _trailer_offsets(events: list[tuple[str, int, bytes | str]], direction: str) -> set[int]:
+    """Stream offsets of LFs that follow a NUL inside the same recorded chunk."""
+    offsets, position = set(), 0
+    for chunk_direction, _, data in events:
+        if chunk_direction != direction or data == "close":
+            continue
+        offsets.update(position + i + 1 for i in range(len(data) - 1) if data[i : i + 2] == b"\0\n")
+        position += len(data)
+    return offsets
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("kind", ["activemq", "rabbitmq"])
+def test_real_broker_session(kind: str, request: pytest.FixtureRequest) -> None:
+    broker: Broker = request.getfixturevalue(kind)
+    relay = RecordingRelay(broker.address)
+    inbox = _Inbox(3)
+    destination = f"/queue/stomp-lake-session-{uuid.uuid4().hex[:8]}"
+    conn = stomp.Connection12(
+        [relay.address], heartbeats=(300, 300), vhost=broker.vhost or broker.host
+    )
+    conn.set_listener("inbox", inbox)
+    conn.connect(broker.login, broker.passcode, wait=True)
+    conn.subscribe(destination, id="1", ack="client")
+    for n in range(3):
+        conn.send(destination, f"m{n}")
+    assert inbox.full.wait(10), "broker did not deliver"
+    conn.ack(inbox.frames[-1].headers["ack"])  # client mode: covers all three
+    conn.begin("tx-1")
+    conn.send(destination + ".out", "discarded", transaction="tx-1")
+    conn.abort("tx-1")
+    time.sleep(2.2)  # heart-beats both ways (RabbitMQ asks for 1000 ms at least)
+    conn.disconnect(receipt="bye")
+    events = relay.wait()
+    rows = model_of(events, ModelOptions(login_hash_key=None))
+
+    session = rows["sessions"][0]
+    assert session["version"] == "1.2"
+    assert session["login"] == broker.login
+    assert session["end_reason"] == "disconnect_receipt"
+    assert session["violations"] == 0, rows["anomalies"]
+    assert session["heartbeat_c2s_ms"] >= 300 and session["heartbeat_s2c_ms"] >= 300
+    (connect,) = [f for f in rows["frames"] if f["command"] in ("CONNECT", "STOMP")]
+    assert connect["headers"]["passcode"] == "***"
+    delivered = only(rows["messages"], command="MESSAGE")
+    assert len(delivered) == 3 and all(m["ack_outcome"] == "ACK" for m in delivered)
+    (ack,) = rows["acks"]
+    assert ack["acked_message_count"] == 3 and ack["ack_mode"] == "client"
+    assert {m["acked_at_ns"] for m in delivered} == {ack["ts_ns"]}
+    sends = only(rows["messages"], command="SEND")
+    assert sorted(str(s["transaction_outcome"]) for s in sends) == ["None"] * 3 + ["aborted"]
+    assert [t["outcome"] for t in rows["transactions"]] == ["aborted"]
+    beats = rows["heartbeats"]
+    assert only(beats, direction="c2s") and only(beats, direction="s2c")
+    assert all(b["expected_ms"] for b in beats)
+    trailers = _trailer_offsets(events, "s2c")
+    assert trailers, "brokers end frames with NUL + LF"
+    assert not trailers & {b["stream_offset"] for b in only(beats, direction="s2c")}

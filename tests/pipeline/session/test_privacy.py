@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+import pytest
+
+from pipeline.session import ModelOptions
+from pipeline.session.privacy import body_fields, hash_login, protect_headers, scrub
+from tests.pipeline.session.conversation import Conversation, only
+
+SECRET = "s3cret-pass"
+
+
+def test_protect_headers_masks_passcodes_and_hashes_logins_with_a_key() -> None:
+    headers = [("login", "bob"), ("passcode", "pw1"), ("Passcode", "pw2"), ("host", "/")]
+    protected, secrets = protect_headers(headers, None)
+    assert protected == [("login", "bob"), ("passcode", "***"), ("Passcode", "***"), ("host", "/")]
+    assert secrets == ["pw1", "pw2"]
+    protected, _ = protect_headers([("username", "bob")], b"k")
+    assert protected == [("username", hmac.new(b"k", b"bob", hashlib.sha256).hexdigest())]
+
+
+def test_scrub_removes_spelled_out_and_known_passcodes() -> None:
+    assert scrub("bad line passcode: hunter2 here") == "bad line passcode: *** here"
+    assert scrub("PASSCODE=abc,next") == "PASSCODE=***,next"
+    assert scrub("echo of hunter22!", ("hunter22",)) == "echo of ***!"
+    assert scrub("a short pw x", ("x",)) == "a short pw x"  # too short to mask safely
+
+
+@pytest.mark.parametrize(
+    ("mode", "preview_bytes", "expected_preview", "expected_body"),
+    [
+        ("hash", 0, None, None),
+        ("preview", 4, "h\u00e9l", None),  # 4 bytes: h, é (2 bytes), l
+        ("preview", 2, "h\ufffd", None),  # cut inside é: replacement char
+        ("full", 0, None, "héllo".encode()),
+    ],
+)
+def test_body_modes(
+    mode: str, preview_bytes: int, expected_preview: str | None, expected_body: bytes | None
+) -> None:
+    body = "héllo".encode()
+    length, digest, text, raw = body_fields(body, ModelOptions(mode, preview_bytes))
+    assert length == 6
+    assert digest == hashlib.sha256(body).hexdigest()
+    assert text == expected_preview and raw == expected_body
+    assert body_fields(b"", ModelOptions(mode, preview_bytes)) == (0, None, None, None)
+
+
+def _session_with_secrets(options: ModelOptions) -> dict[str, list[dict]]:
+    talk = Conversation(options)
+    talk.handshake(passcode=SECRET, login="alice")
+    talk.subscribe(5, "0", "auto")
+    talk.message(10, "0", "m1", body=b"hello body")
+    talk.client(12, "SEND", [("destination", "/q"), ("passcode", SECRET)], b"x")
+    # A CONNECT-like garbage line that a decoder may quote, and an ERROR that echoes it
+    talk.data("c2s", 13, f"CONNECT\npasscode:{SECRET}\nbroken".encode())
+    talk.server(14, "ERROR", [("message", f"bad passcode: {SECRET}")], f"echo {SECRET}".encode())
+    talk.gap("c2s", 15, 10)
+    return talk.finish(20)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ModelOptions(), ModelOptions("preview", 64), ModelOptions("full", 0, b"key")],
+)
+def test_passcode_never_reaches_a_row(options: ModelOptions) -> None:
+    rows = _session_with_secrets(options)
+    assert rows["frames"] and rows["anomalies"] and rows["errors"]
+    assert SECRET not in repr(rows)
+    connect = only(rows["frames"], command="CONNECT")[0]
+    assert connect["headers"]["passcode"] == "***"
+    assert ("passcode", "***") in connect["header_list"]
+    send = only(rows["frames"], command="SEND")[0]
+    assert send["headers"]["passcode"] == "***"
+
+
+def test_bodies_are_length_and_hash_by_default() -> None:
+    rows = _session_with_secrets(ModelOptions())
+    message = only(rows["messages"], command="MESSAGE")[0]
+    assert message["body_length"] == 10
+    assert message["body_sha256"] == hashlib.sha256(b"hello body").hexdigest()
+    assert message["body_preview"] is None and message["body"] is None
+    assert rows["errors"][0]["body_preview"] is None
+    frame = only(rows["frames"], command="MESSAGE")[0]
+    assert frame["body_sha256"] == message["body_sha256"] and frame["body_preview"] is None
+
+
+def test_preview_and_full_body_modes_reach_frames_messages_and_errors() -> None:
+    rows = _session_with_secrets(ModelOptions("preview", 5))
+    assert only(rows["messages"], command="MESSAGE")[0]["body_preview"] == "hello"
+    assert only(rows["frames"], command="MESSAGE")[0]["body_preview"] == "hello"
+    assert rows["errors"][0]["body_preview"] == "echo "
+    rows = _session_with_secrets(ModelOptions("full"))
+    assert only(rows["messages"], command="MESSAGE")[0]["body"] == b"hello body"
+    assert rows["errors"][0]["body_preview"] == "echo ***"
+
+
+def test_login_is_kept_by_default_and_keyed_hash_on_request() -> None:
+    rows = _session_with_secrets(ModelOptions())
+    assert rows["sessions"][0]["login"] == "alice"
+    rows = _session_with_secrets(ModelOptions(login_hash_key=b"key"))
+    digest = hash_login("alice", b"key")
+    assert digest == hmac.new(b"key", b"alice", hashlib.sha256).hexdigest()
+    assert rows["sessions"][0]["login"] == digest
+    assert only(rows["frames"], command="CONNECT")[0]["headers"]["login"] == digest
+    assert "alice" not in repr(rows)
