@@ -1,0 +1,633 @@
+"""stomp-capture on loopback: bulk throughput, small-frame round trips, 1,000 held connections.
+
+In the same run, against the same endpoints:
+- bulk: GB bytes each way at once over one connection, direct, through socat (Debian) as a
+  plain relay (default and 256 KiB buffers), through stomp-capture without and with capture;
+  every byte is checked (count, and an offset pattern at both ends of every chunk read);
+- latency: small STOMP frames at RATE messages a second to an echo server, round trip time
+  direct and through stomp-capture (capture on): p50 / p99;
+- connections: CONNECTIONS clients held open through stomp-capture, each echoing before and
+  after the hold.
+
+Targets: throughput >= 0.7x socat's; added p99 round trip <= 0.5 ms; no byte lost. Writes
+DIR/proxy.md and DIR/proxy.json (DIR defaults to benchmarks/results).
+
+    .venv/bin/python benchmarks/bench_proxy.py [--gb 1] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import asyncio
+import json
+import multiprocessing
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "benchmarks" / "results"
+CHUNK = 1 << 20
+PATTERN_WORDS = (1 << 19) + 3  # period of the offset pattern, not a power of two
+PATTERN_BYTES = PATTERN_WORDS * 8
+FRAME = (
+    b"SEND\ndestination:/queue/latency\ncontent-type:text/plain\ncontent-length:10\n\n0123456789\0"
+)
+LISTENING = re.compile(r"listening on \S+:(\d+) -> upstream")
+STATS = re.compile(r" (stats|summary) (.*)$")
+TARGET_RATIO = 0.7
+BIG_BUFFER = "stomp-capture, capture on, --buffer 2G"
+TARGET_ADDED_P99_MS = 0.5
+
+_pattern: memoryview | None = None
+
+
+def pattern() -> memoryview:
+    """Word i of the stream (8 bytes, native order) holds i mod PATTERN_WORDS."""
+    global _pattern
+    if _pattern is None:
+        words = array.array("Q", range(PATTERN_WORDS)).tobytes()
+        _pattern = memoryview(words + words[:CHUNK])
+    return _pattern
+
+
+def _word_ok(buf: memoryview, index: int, stream_offset: int) -> bool:
+    expected = ((stream_offset + index) // 8) % PATTERN_WORDS
+    return int.from_bytes(buf[index : index + 8], sys.byteorder) == expected
+
+
+def check_chunk(buf: memoryview, length: int, stream_offset: int) -> bool:
+    """The first and last whole words of a chunk sit at the right stream offset, so any lost,
+    repeated or reordered byte shows up at the next chunk read."""
+    first = -stream_offset % 8
+    last = (stream_offset + length) // 8 * 8 - 8 - stream_offset
+    if first + 8 > length:
+        return True
+    return _word_ok(buf, first, stream_offset) and _word_ok(buf, last, stream_offset)
+
+
+# --- bulk -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PeerResult:
+    sent: int
+    received: int
+    intact: bool
+    started: float
+    finished: float
+
+
+def bulk_peer(sock: socket.socket, total: int) -> PeerResult:
+    """Send ``total`` pattern bytes and receive until EOF, both at once."""
+    data = pattern()
+    started = time.monotonic()
+
+    def send() -> None:
+        offset = 0
+        while offset < total:
+            size = min(CHUNK, total - offset)
+            start = offset % PATTERN_BYTES
+            sock.sendall(data[start : start + size])
+            offset += size
+        sock.shutdown(socket.SHUT_WR)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    received, intact = 0, True
+    while n := sock.recv_into(buf):
+        intact = intact and check_chunk(view, n, received)
+        received += n
+    finished = time.monotonic()
+    sender.join()
+    sock.close()
+    return PeerResult(total, received, intact, started, finished)
+
+
+def _bulk_server(listener: socket.socket, total: int, results: multiprocessing.Queue) -> None:
+    conn, _ = listener.accept()
+    results.put(("server", bulk_peer(conn, total)))
+
+
+def _bulk_client(port: int, total: int, results: multiprocessing.Queue) -> None:
+    sock = socket.create_connection(("127.0.0.1", port))
+    results.put(("client", bulk_peer(sock, total)))
+
+
+@dataclass(slots=True)
+class BulkRun:
+    seconds: float
+    bytes_each_way: int
+    intact: bool
+    mb_per_s_total: float
+
+
+def run_bulk(total: int, through: Callable[[int], Iterator[int]]) -> BulkRun:
+    """One bulk transfer; ``through(server_port)`` yields the port the client should use."""
+    ctx = multiprocessing.get_context("fork")
+    listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+    results: multiprocessing.Queue = ctx.Queue()
+    server = ctx.Process(target=_bulk_server, args=(listener, total, results))
+    server.start()
+    with through(listener.getsockname()[1]) as port:
+        client = ctx.Process(target=_bulk_client, args=(port, total, results))
+        client.start()
+        got = dict(results.get(timeout=600) for _ in range(2))
+        client.join()
+    server.join()
+    listener.close()
+    c, s = got["client"], got["server"]
+    intact = c.intact and s.intact and c.received == s.sent == s.received == c.sent == total
+    seconds = max(c.finished, s.finished) - c.started
+    return BulkRun(seconds, total, intact, 2 * total / seconds / 1e6)
+
+
+@contextmanager
+def direct(server_port: int) -> Iterator[int]:
+    yield server_port
+
+
+def _listening(port: int) -> bool:
+    """Whether something listens on ``port`` (state 0A in /proc/net/tcp), without connecting."""
+    hex_port = f"{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 3 and fields[1].rpartition(":")[2] == hex_port and (
+                    fields[3] == "0A"
+                ):
+                    return True
+    return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def socat_relay(buffer: int | None) -> Callable[[int], Iterator[int]]:
+    @contextmanager
+    def through(server_port: int) -> Iterator[int]:
+        port = _free_port()
+        argv = ["socat"] + (["-b", str(buffer)] if buffer else [])
+        argv += [f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr", f"TCP:127.0.0.1:{server_port}"]
+        process = subprocess.Popen(argv)
+        try:
+            deadline = time.monotonic() + 10
+            while not _listening(port):  # probing by connecting would use up its one accept
+                if time.monotonic() > deadline:
+                    raise RuntimeError("socat did not start listening")
+                time.sleep(0.01)
+            yield port
+        finally:
+            process.wait(timeout=30)  # it exits when its one connection ends
+
+    return through
+
+
+@dataclass
+class ProxyProcess:
+    process: subprocess.Popen[str]
+    port: int
+    lines: list[str] = field(default_factory=list)
+
+    def counters(self, label: str = "stats") -> dict[str, int]:
+        for line in reversed(list(self.lines)):
+            match = STATS.search(line)
+            if match and match[1] == label:
+                return {k: int(v) for k, _, v in (f.partition("=") for f in match[2].split())}
+        return {}
+
+    def rss_mb(self) -> float:
+        with open(f"/proc/{self.process.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> dict[str, int]:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+        time.sleep(0.1)
+        return self.counters("summary")
+
+
+@contextmanager
+def stomp_capture(upstream_port: int, out: Path | None, *extra: str) -> Iterator[ProxyProcess]:
+    argv = [
+        sys.executable,
+        "-m",
+        "capture",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        f"127.0.0.1:{upstream_port}",
+        "--no-upstream-check",
+        "--stats-interval",
+        "0.5",
+        *extra,
+    ]
+    argv += ["--out", str(out)] if out is not None else ["--no-capture"]
+    process = subprocess.Popen(argv, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    lines: list[str] = []
+    port = None
+    while port is None:
+        line = process.stderr.readline()
+        if not line:
+            raise RuntimeError("stomp-capture did not start:\n" + "\n".join(lines))
+        lines.append(line.rstrip())
+        if match := LISTENING.search(line):
+            port = int(match[1])
+
+    def collect() -> None:
+        for rest in process.stderr:  # type: ignore[union-attr]
+            lines.append(rest.rstrip())
+
+    threading.Thread(target=collect, daemon=True).start()
+    proxy = ProxyProcess(process, port, lines)
+    try:
+        yield proxy
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def proxy_relay(
+    capture_dir: Path | None, summaries: list[dict[str, int]], *extra: str
+) -> Callable[[int], Iterator[int]]:
+    @contextmanager
+    def through(server_port: int) -> Iterator[int]:
+        run_dir = Path(tempfile.mkdtemp(dir=capture_dir)) if capture_dir else None
+        try:
+            with stomp_capture(server_port, run_dir, *extra) as proxy:
+                yield proxy.port
+                summaries.append(proxy.stop())
+        finally:
+            if run_dir is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)
+
+    return through
+
+
+# --- echo server for latency and held connections ----------------------------------------------
+
+
+class _Echo(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.transport.write(data)  # type: ignore[attr-defined]
+
+
+def _echo_server(listener: socket.socket) -> None:
+    async def serve() -> None:
+        server = await asyncio.get_running_loop().create_server(_Echo, sock=listener)
+        await server.serve_forever()
+
+    try:
+        import uvloop
+
+        uvloop.run(serve())
+    except ImportError:
+        asyncio.run(serve())
+
+
+@contextmanager
+def echo_server() -> Iterator[int]:
+    listener = socket.create_server(("127.0.0.1", 0), backlog=4096)
+    process = multiprocessing.get_context("fork").Process(target=_echo_server, args=(listener,))
+    process.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        process.terminate()
+        process.join()
+        listener.close()
+
+
+def _round_trip(sock: socket.socket, frame: bytes) -> None:
+    sock.sendall(frame)
+    got = 0
+    while got < len(frame):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("echo connection closed")
+        got += len(chunk)
+
+
+@dataclass(slots=True)
+class Latency:
+    messages: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def _latency(samples: list[float]) -> Latency:
+    q = statistics.quantiles(samples, n=100, method="inclusive")
+    return Latency(len(samples), statistics.median(samples), q[89], q[98], max(samples))
+
+
+def measure_latency(ports: dict[str, int], messages: int, rate: float) -> dict[str, Latency]:
+    """Round trips on every path in turn, each path paced at ``rate``: the paths see the
+    same moments of a shared machine's load, so their difference is the proxy's."""
+    socks = {name: socket.create_connection(("127.0.0.1", port)) for name, port in ports.items()}
+    samples: dict[str, list[float]] = {name: [] for name in ports}
+    try:
+        for sock in socks.values():
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for _ in range(50):  # warm up
+                _round_trip(sock, FRAME)
+        interval = 1.0 / rate
+        next_at = time.perf_counter()
+        for _ in range(messages):
+            next_at += interval
+            delay = next_at - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            for name, sock in socks.items():
+                started = time.perf_counter_ns()
+                _round_trip(sock, FRAME)
+                samples[name].append((time.perf_counter_ns() - started) / 1e6)
+    finally:
+        for sock in socks.values():
+            sock.close()
+    return {name: _latency(values) for name, values in samples.items()}
+
+
+@dataclass(slots=True)
+class HeldConnections:
+    connections: int
+    connect_and_echo_s: float
+    held_s: float
+    alive_after_hold: int
+    proxy_connections_open: int
+    proxy_rss_mb: float
+    closed_afterwards: bool
+
+
+def hold_connections(proxy: ProxyProcess, count: int, hold_seconds: float) -> HeldConnections:
+    started = time.monotonic()
+    socks = [socket.create_connection(("127.0.0.1", proxy.port)) for _ in range(count)]
+    for sock in socks:
+        sock.sendall(FRAME)
+    for sock in socks:
+        _recv_exactly(sock, len(FRAME))
+    ready = time.monotonic() - started
+    time.sleep(hold_seconds)
+    open_now = proxy.counters().get("connections_open", -1)
+    rss = proxy.rss_mb()
+    alive = 0
+    for sock in socks:
+        sock.sendall(FRAME)
+    for sock in socks:
+        alive += _recv_exactly(sock, len(FRAME))
+    for sock in socks:
+        sock.close()
+    deadline = time.monotonic() + 30
+    while proxy.counters().get("connections_open") != 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    closed = proxy.counters().get("connections_open") == 0
+    return HeldConnections(count, ready, hold_seconds, alive, open_now, rss, closed)
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> int:
+    got = 0
+    while got < size:
+        chunk = sock.recv(size - got)
+        if not chunk:
+            return 0
+        got += len(chunk)
+    return 1
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def median_run(runs: list[BulkRun]) -> BulkRun:
+    return sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
+
+
+def environment() -> dict[str, str]:
+    try:
+        import uvloop
+
+        loop = f"uvloop {uvloop.__version__}"
+    except ImportError:
+        loop = "asyncio"
+    socat = subprocess.run(["socat", "-V"], capture_output=True, text=True).stdout
+    version = re.search(r"socat version (\S+)", socat)
+    return {
+        "python": platform.python_version(),
+        "event_loop": loop,
+        "cpus": str(os.cpu_count()),
+        "kernel": platform.release(),
+        "socat": version[1] if version else "?",
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    total = int(args.gb * 1e9)
+    load_before = os.getloadavg()[0]
+    capture_dir = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    summaries: list[dict[str, int]] = []
+    big_buffer_summaries: list[dict[str, int]] = []
+    variants: dict[str, Callable[[int], Iterator[int]]] = {
+        "direct": direct,
+        "socat": socat_relay(None),
+        "socat -b 262144": socat_relay(262144),
+        "stomp-capture, no capture": proxy_relay(None, []),
+        "stomp-capture, capture on": proxy_relay(capture_dir, summaries),
+        BIG_BUFFER: proxy_relay(capture_dir, big_buffer_summaries, "--buffer", "2G"),
+    }
+    bulk: dict[str, list[BulkRun]] = {name: [] for name in variants}
+    try:
+        for repeat in range(args.repeat):
+            for name, through in variants.items():
+                result = run_bulk(total, through)
+                bulk[name].append(result)
+                print(
+                    f"bulk {repeat + 1}/{args.repeat} {name}: {result.mb_per_s_total:.0f} MB/s"
+                    f" intact={result.intact}",
+                    flush=True,
+                )
+
+        with echo_server() as echo_port:
+            with stomp_capture(echo_port, capture_dir / "latency") as proxy:
+                latency = measure_latency(
+                    {"direct": echo_port, "stomp-capture": proxy.port},
+                    args.latency_messages,
+                    args.rate,
+                )
+                latency_summary = proxy.stop()
+            direct_latency, proxy_latency = latency["direct"], latency["stomp-capture"]
+            print(f"latency: {latency}", flush=True)
+            with stomp_capture(echo_port, capture_dir / "held") as proxy:
+                held = hold_connections(proxy, args.connections, args.hold)
+                held_summary = proxy.stop()
+            print(f"held: {held}", flush=True)
+    finally:
+        shutil.rmtree(capture_dir, ignore_errors=True)
+
+    medians = {name: median_run(runs) for name, runs in bulk.items()}
+    captured = medians["stomp-capture, capture on"]
+    ratio = captured.mb_per_s_total / medians["socat"].mb_per_s_total
+    ratio_tuned = captured.mb_per_s_total / medians["socat -b 262144"].mb_per_s_total
+    added_p99 = proxy_latency.p99_ms - direct_latency.p99_ms
+    all_intact = all(r.intact for runs in bulk.values() for r in runs)
+    def complete(runs: list[dict[str, int]]) -> bool:
+        return all(s.get("bytes_captured") == 2 * total and s.get("bytes_dropped") == 0
+                   for s in runs)
+
+    env = environment()
+    env["load_average_1min"] = f"{load_before:.2f} before, {os.getloadavg()[0]:.2f} after"
+    return {
+        "environment": env,
+        "bytes_each_way": total,
+        "repeat": args.repeat,
+        "bulk": {name: [asdict(r) for r in runs] for name, runs in bulk.items()},
+        "bulk_median_mb_per_s": {n: round(r.mb_per_s_total, 1) for n, r in medians.items()},
+        "capture_summaries": summaries,
+        "capture_summaries_2g_buffer": big_buffer_summaries,
+        "latency": {
+            "direct": asdict(direct_latency),
+            "stomp-capture": asdict(proxy_latency),
+            "rate_per_s": args.rate,
+            "proxy_summary": latency_summary,
+        },
+        "held_connections": asdict(held),
+        "held_summary": held_summary,
+        "targets": {
+            "throughput_vs_socat": round(ratio, 3),
+            "throughput_vs_socat_tuned": round(ratio_tuned, 3),
+            "throughput_ok": ratio >= TARGET_RATIO,
+            "added_p50_ms": round(proxy_latency.p50_ms - direct_latency.p50_ms, 4),
+            "added_p99_ms": round(added_p99, 4),
+            "latency_ok": added_p99 <= TARGET_ADDED_P99_MS,
+            "no_byte_lost": all_intact and held.alive_after_hold == held.connections,
+            "capture_complete": complete(summaries),
+            "capture_complete_2g_buffer": complete(big_buffer_summaries),
+        },
+    }
+
+
+def markdown(result: dict) -> str:
+    env = result["environment"]
+    t = result["targets"]
+    gb = result["bytes_each_way"] / 1e9
+    lines = [
+        "# stomp-capture proxy benchmark",
+        "",
+        f"Loopback, {env['cpus']} CPUs, Python {env['python']} with {env['event_loop']},"
+        f" socat {env['socat']}, kernel {env['kernel']}; 1-minute load average"
+        f" {env['load_average_1min']} (the machine is shared). Written by"
+        " `benchmarks/bench_proxy.py`; capture files go to a temporary folder on the same disk.",
+        "",
+        f"## Bulk: {gb:g} GB each way at once over one connection (median of {result['repeat']})",
+        "",
+        "| path | MB/s (both ways) | runs MB/s | every byte checked |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for name, runs in result["bulk"].items():
+        speeds = ", ".join(f"{r['mb_per_s_total']:.0f}" for r in runs)
+        intact = "yes" if all(r["intact"] for r in runs) else "**NO**"
+        lines.append(
+            f"| {name} | {result['bulk_median_mb_per_s'][name]:.0f} | {speeds} | {intact} |"
+        )
+    summaries = result["capture_summaries"]
+    def captured(runs: list[dict[str, int]]) -> str:
+        return ", ".join(f"{s.get('bytes_captured')} / {s.get('bytes_dropped')}" for s in runs)
+
+    lines += [
+        "",
+        "Capture on (default 64 MiB buffer), bytes captured / dropped per run:"
+        f" {captured(summaries)}."
+        f" With a 2 GiB buffer: {captured(result['capture_summaries_2g_buffer'])}. Dropped capture"
+        " bytes are counted and show as sequence gaps; forwarding never waits for the disk.",
+        "",
+        f"## Round trip of a {len(FRAME)}-byte frame at {result['latency']['rate_per_s']:g}/s",
+        "",
+        "Each round trip through stomp-capture (capture on) is paired with one direct to the"
+        " same echo server, so both paths see the same load.",
+        "",
+        "| path | messages | p50 ms | p90 ms | p99 ms | max ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in ("direct", "stomp-capture"):
+        lat = result["latency"][name]
+        lines.append(
+            f"| {name} | {lat['messages']} | {lat['p50_ms']:.3f} | {lat['p90_ms']:.3f} |"
+            f" {lat['p99_ms']:.3f} | {lat['max_ms']:.3f} |"
+        )
+    held = result["held_connections"]
+    lines += [
+        "",
+        f"## {held['connections']} connections held through stomp-capture (capture on)",
+        "",
+        f"- connected and echoed once: {held['connect_and_echo_s']:.2f} s;"
+        f" held {held['held_s']:g} s; proxy counted {held['proxy_connections_open']} open;"
+        f" proxy RSS {held['proxy_rss_mb']:.0f} MB",
+        f"- alive after the hold: {held['alive_after_hold']}/{held['connections']};"
+        f" all closed afterwards: {held['closed_afterwards']}",
+        "",
+        "## Targets",
+        "",
+        f"- throughput with capture >= {TARGET_RATIO}x socat: {t['throughput_vs_socat']}x"
+        f" ({'met' if t['throughput_ok'] else 'NOT met'}; {t['throughput_vs_socat_tuned']}x"
+        " socat with 256 KiB buffers)",
+        f"- added p99 round trip <= {TARGET_ADDED_P99_MS} ms: {t['added_p99_ms']:.3f} ms"
+        f" ({'met' if t['latency_ok'] else 'NOT met'}; added p50 {t['added_p50_ms']:.3f} ms)",
+        f"- no byte lost: {t['no_byte_lost']}; capture complete (nothing dropped):"
+        f" {t['capture_complete']} with the default buffer,"
+        f" {t['capture_complete_2g_buffer']} with a 2 GiB buffer",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--gb", type=float, default=1.0, help="GB each way per bulk run")
+    parser.add_argument("--repeat", type=int, default=3, help="bulk runs per path")
+    parser.add_argument("--latency-messages", type=int, default=5000)
+    parser.add_argument("--rate", type=float, default=1000.0, help="messages a second")
+    parser.add_argument("--connections", type=int, default=1000)
+    parser.add_argument("--hold", type=float, default=5.0, help="seconds to hold them")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    if shutil.which("socat") is None:
+        parser.error("socat (Debian package) is needed as the reference relay")
+    result = run(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "proxy.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "proxy.md").write_text(markdown(result))
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

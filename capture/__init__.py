@@ -1,0 +1,1 @@
+"""stomp-capture: a recording TCP proxy for STOMP traffic (see capture.cli)."""

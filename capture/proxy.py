@@ -1,0 +1,102 @@
+"""The proxy: listeners that accept clients and relay each one to its upstream broker."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from capture.config import ListenerConfig, ProxyConfig
+from capture.recorder import CaptureSink, ChunkFilter, ConnectionRecorder
+from capture.relay import Half, ProxyCounters, Relay
+from capture.tcp_synth import Endpoint
+from capture.tls import client_ssl_context, upstream_ssl_context
+
+
+@dataclass(slots=True)
+class BoundListener:
+    config: ListenerConfig
+    addresses: list[tuple[str, int]]
+    server: asyncio.AbstractServer
+
+
+class CaptureProxy:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        sink: CaptureSink | None,
+        client_filter: Callable[[], ChunkFilter] | None = None,
+    ) -> None:
+        self.config = config
+        self.sink = sink
+        self.client_filter = client_filter
+        self.counters = ProxyCounters()
+        self.relays: set[Relay] = set()
+        self.listeners: list[BoundListener] = []
+        self.upstream_ssl: dict[ListenerConfig, ssl.SSLContext | None] = {}
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def new_recorder(self, client: Endpoint, server: Endpoint) -> ConnectionRecorder | None:
+        if self.sink is None:
+            return None
+        flt = self.client_filter() if self.client_filter is not None else None
+        return ConnectionRecorder(self.sink, client, server, flt)
+
+    def relay_opened(self, relay: Relay) -> None:
+        self.relays.add(relay)
+        self.counters.connections_open += 1
+        self.counters.connections_total += 1
+        self._idle.clear()
+
+    def relay_finished(self, relay: Relay) -> None:
+        self.relays.discard(relay)
+        self.counters.connections_open -= 1
+        if not self.relays:
+            self._idle.set()
+
+    async def start(self) -> list[BoundListener]:
+        """Bind every listener (only the addresses given); raises OSError if one cannot."""
+        loop = asyncio.get_running_loop()
+        for listener in self.config.listeners:
+            self.upstream_ssl[listener] = upstream_ssl_context(listener)
+
+            def factory(listener: ListenerConfig = listener) -> Half:
+                return Relay(self, listener).client
+
+            server = await loop.create_server(
+                factory,
+                listener.listen.host,
+                listener.listen.port,
+                ssl=client_ssl_context(listener),
+                reuse_address=True,
+                backlog=4096,
+            )
+            addresses = [sock.getsockname()[:2] for sock in server.sockets]
+            self.listeners.append(BoundListener(listener, addresses, server))
+        return self.listeners
+
+    async def stop(self, drain_seconds: float = 0.0, hurry: asyncio.Event | None = None) -> None:
+        """Stop accepting, let open connections finish for up to ``drain_seconds`` (or until
+        ``hurry`` is set), then mark the rest as open in the capture and close them."""
+        for bound in self.listeners:
+            bound.server.close()
+        if drain_seconds > 0 and self.relays:
+            waits = [asyncio.ensure_future(self._idle.wait())]
+            if hurry is not None:
+                waits.append(asyncio.ensure_future(hurry.wait()))
+            _, pending = await asyncio.wait(
+                waits, timeout=drain_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+        ts_ns = time.time_ns()
+        self.counters.connections_left_open = len(self.relays)
+        for relay in list(self.relays):
+            relay.capture_ended(ts_ns)
+            relay.close()
+        # let the transports run their close callbacks
+        for _ in range(3):
+            await asyncio.sleep(0)

@@ -1,0 +1,124 @@
+"""Turns one relayed connection's events into pcapng records for a capture sink.
+
+Sans-IO: the proxy reports what happened (opened, bytes read, FIN, RST) with the time it
+happened; this keeps the synthetic TCP conversation and hands encoded blocks to the sink.
+When the sink has no room the bytes are skipped in sequence space, so the loss shows up as
+a gap in the capture.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from capture.pcapng import block_length, enhanced_packet_block_parts
+from capture.tcp_synth import Endpoint, Side, SynthPacket, TcpConversation
+from capture.writer import CaptureRecord
+
+# per-segment framing a data record adds to its payload: EPB 32 + Ethernet 14 + IPv6 40 +
+# TCP 20 + padding 3
+SEGMENT_OVERHEAD = 112
+STILL_OPEN_COMMENT = "stomp-capture: connection still open when the capture ended"
+
+
+class CaptureSink(Protocol):
+    def has_room(self, size: int) -> bool: ...
+
+    def offer(self, records: list[CaptureRecord], essential: bool = False) -> bool: ...
+
+    def drop(self, payload: int) -> None: ...
+
+
+class ChunkFilter(Protocol):
+    """Rewrites a direction's bytes before capture, keeping their length (e.g. masking)."""
+
+    def feed(self, ts_ns: int, data: bytes) -> list[tuple[int, bytes]]: ...
+
+    def flush(self) -> list[tuple[int, bytes]]: ...
+
+
+def _record(packet: SynthPacket, comment: str = "") -> CaptureRecord:
+    parts = enhanced_packet_block_parts(packet.ts_ns, packet.parts, comment=comment)
+    return CaptureRecord(parts, block_length(parts), len(packet.payload))
+
+
+class ConnectionRecorder:
+    __slots__ = ("_conv", "_sink", "_filters", "_ended")
+
+    def __init__(
+        self,
+        sink: CaptureSink,
+        client: Endpoint,
+        server: Endpoint,
+        client_filter: ChunkFilter | None = None,
+        isn: tuple[int, int] = (0x10000000, 0x20000000),
+    ) -> None:
+        self._conv = TcpConversation(client, server, isn[0], isn[1])
+        self._sink = sink
+        self._filters: dict[Side, ChunkFilter] = {}
+        if client_filter is not None:
+            self._filters[Side.CLIENT] = client_filter
+        self._ended = False
+
+    @property
+    def conversation(self) -> TcpConversation:
+        return self._conv
+
+    def _control(self, packets: list[SynthPacket], comment: str = "") -> None:
+        if not self._ended:
+            last = len(packets) - 1
+            records = [_record(p, comment if i == last else "") for i, p in enumerate(packets)]
+            self._sink.offer(records, essential=True)
+
+    def opened(self, syn_ts_ns: int, established_ts_ns: int) -> None:
+        self._control(self._conv.handshake(syn_ts_ns, established_ts_ns))
+
+    def refused(self, syn_ts_ns: int, ts_ns: int) -> None:
+        """The upstream connection could not be made: SYN answered by RST."""
+        self._control([self._conv.syn(syn_ts_ns), self._conv.refused(ts_ns)])
+        self._ended = True
+
+    def data(self, side: Side, ts_ns: int, payload: bytes) -> None:
+        if self._ended or not payload:
+            return
+        flt = self._filters.get(side)
+        pieces = flt.feed(ts_ns, payload) if flt is not None else [(ts_ns, payload)]
+        for piece_ts, piece in pieces:
+            self._capture(side, piece_ts, piece)
+
+    def _capture(self, side: Side, ts_ns: int, payload: bytes) -> None:
+        segments = len(payload) // self._conv.max_payload + 1
+        if not self._sink.has_room(len(payload) + segments * SEGMENT_OVERHEAD):
+            self._conv.skip(side, len(payload))
+            self._sink.drop(len(payload))
+            return
+        records = [_record(packet) for packet in self._conv.data(side, ts_ns, payload)]
+        self._sink.offer(records)
+
+    def _flush(self, side: Side) -> None:
+        flt = self._filters.pop(side, None)
+        if flt is not None:
+            for piece_ts, piece in flt.flush():
+                self._capture(side, piece_ts, piece)
+
+    def fin(self, side: Side, ts_ns: int) -> None:
+        if not self._ended:
+            self._flush(side)
+            self._control([self._conv.fin(side, ts_ns)])
+
+    def rst(self, side: Side, ts_ns: int) -> None:
+        if not self._ended:
+            self._flush(side)
+            self._control([self._conv.rst(side, ts_ns)])
+            self._ended = True
+
+    def closed(self) -> None:
+        """Both sides are done; nothing more is recorded."""
+        self._ended = True
+
+    def still_open(self, ts_ns: int) -> None:
+        """Capture ends while the connection is open: mark it so, with no FIN or RST."""
+        if not self._ended:
+            for side in (Side.CLIENT, Side.SERVER):
+                self._flush(side)
+            self._control([self._conv.ack(Side.CLIENT, ts_ns)], STILL_OPEN_COMMENT)
+            self._ended = True

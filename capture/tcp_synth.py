@@ -1,0 +1,214 @@
+"""Pure synthesis of Ethernet/IP/TCP packets for one client <-> server conversation.
+
+The proxy sees a byte stream, not packets; this rebuilds what a capture on the wire between
+client and broker would look like: handshake, data segments with consistent seq/ack numbers,
+FIN or RST. ``skip`` advances a side's sequence number over bytes that were not captured so
+that a reassembler reports a gap instead of silently joining the pieces.
+
+TCP checksums are left zero (as with checksum offload); IPv4 header checksums are computed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+ETHERTYPE_IPV4 = 0x0800
+ETHERTYPE_IPV6 = 0x86DD
+CLIENT_MAC = bytes.fromhex("020000000001")
+SERVER_MAC = bytes.fromhex("020000000002")
+WINDOW = 0xFFFF
+TTL = 64
+
+FIN = 0x01
+SYN = 0x02
+RST = 0x04
+PSH = 0x08
+ACK = 0x10
+
+# largest payload whose IP length field still fits 16 bits (IPv4 total length includes its
+# 20-byte header, IPv6 payload length does not)
+MAX_PAYLOAD_V4 = 0xFFFF - 20 - 20
+MAX_PAYLOAD_V6 = 0xFFFF - 20
+
+_TCP_TAIL = struct.Struct("!IIBBHHH")  # after the ports
+_IPV4_HEAD = struct.Struct("!BBHHHBBH")  # before the addresses
+_IPV6_HEAD = struct.Struct("!IHBB")
+_MASK32 = 0xFFFFFFFF
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class Side(IntEnum):
+    CLIENT = 0
+    SERVER = 1
+
+    @property
+    def other(self) -> Side:
+        return Side.SERVER if self is Side.CLIENT else Side.CLIENT
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    ip: IPAddress
+    port: int
+
+    @classmethod
+    def of(cls, host: str, port: int) -> Endpoint:
+        return cls(ipaddress.ip_address(host.split("%", 1)[0]), port)
+
+
+@dataclass(slots=True)
+class SynthPacket:
+    """A packet as parts: link/IP/TCP header bytes, then the payload untouched."""
+
+    ts_ns: int
+    header: bytes
+    payload: bytes | memoryview = b""
+
+    @property
+    def parts(self) -> tuple[bytes | memoryview, ...]:
+        return (self.header, self.payload) if self.payload else (self.header,)
+
+    def to_bytes(self) -> bytes:
+        return self.header + bytes(self.payload)
+
+
+def common_family(client: Endpoint, server: Endpoint) -> tuple[Endpoint, Endpoint]:
+    """Both endpoints in one IP family: unwrap IPv4-mapped IPv6, else map IPv4 into IPv6."""
+    client, server = _unmapped(client), _unmapped(server)
+    if client.ip.version == server.ip.version:
+        return client, server
+    return _as_v6(client), _as_v6(server)
+
+
+def _unmapped(endpoint: Endpoint) -> Endpoint:
+    if isinstance(endpoint.ip, ipaddress.IPv6Address) and endpoint.ip.ipv4_mapped:
+        return Endpoint(endpoint.ip.ipv4_mapped, endpoint.port)
+    return endpoint
+
+
+def _as_v6(endpoint: Endpoint) -> Endpoint:
+    if endpoint.ip.version == 6:
+        return endpoint
+    return Endpoint(ipaddress.IPv6Address(f"::ffff:{endpoint.ip}"), endpoint.port)
+
+
+@dataclass(slots=True)
+class _Direction:
+    """One direction's constant header parts, precomputed, and its running counters."""
+
+    link: bytes  # Ethernet header
+    addresses: bytes  # IP source + destination
+    ports: bytes  # TCP source + destination port
+    checksum_base: int  # IPv4: one's-complement sum of the header words that never change
+    next_seq: int
+    ip_id: int = 0
+
+    @classmethod
+    def between(cls, src: Endpoint, dst: Endpoint, src_mac: bytes, dst_mac: bytes,
+                isn: int) -> _Direction:
+        v6 = src.ip.version == 6
+        link = dst_mac + src_mac + (b"\x86\xdd" if v6 else b"\x08\x00")
+        addresses = src.ip.packed + dst.ip.packed
+        base = 0
+        if not v6:
+            fixed = _IPV4_HEAD.pack(0x45, 0, 0, 0, 0x4000, TTL, 6, 0) + addresses
+            base = sum(struct.unpack("!10H", fixed))
+        return cls(link, addresses, struct.pack("!HH", src.port, dst.port), base, isn)
+
+
+@dataclass(slots=True)
+class TcpConversation:
+    client: Endpoint
+    server: Endpoint
+    client_isn: int = 0x10000000
+    server_isn: int = 0x20000000
+    _dirs: tuple[_Direction, _Direction] = field(init=False)
+    _max_payload: int = field(init=False)
+    _v6: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client, self.server = common_family(self.client, self.server)
+        self._v6 = self.client.ip.version == 6
+        self._max_payload = MAX_PAYLOAD_V6 if self._v6 else MAX_PAYLOAD_V4
+        self._dirs = (
+            _Direction.between(self.client, self.server, CLIENT_MAC, SERVER_MAC, self.client_isn),
+            _Direction.between(self.server, self.client, SERVER_MAC, CLIENT_MAC, self.server_isn),
+        )
+
+    @property
+    def max_payload(self) -> int:
+        return self._max_payload
+
+    def next_seq(self, side: Side) -> int:
+        return self._dirs[side].next_seq
+
+    def _packet(
+        self, side: Side, ts_ns: int, flags: int, payload: bytes | memoryview = b""
+    ) -> SynthPacket:
+        d = self._dirs[side]
+        ack = self._dirs[1 - side].next_seq if flags & ACK else 0
+        tcp = _TCP_TAIL.pack(d.next_seq, ack, 5 << 4, flags, WINDOW, 0, 0)
+        size = 20 + len(payload)
+        if self._v6:
+            ip = _IPV6_HEAD.pack(6 << 28, size, 6, TTL)
+        else:
+            d.ip_id = ident = (d.ip_id + 1) & 0xFFFF
+            total = d.checksum_base + 20 + size + ident
+            total = (total & 0xFFFF) + (total >> 16)
+            total = (total & 0xFFFF) + (total >> 16)
+            ip = _IPV4_HEAD.pack(0x45, 0, 20 + size, ident, 0x4000, TTL, 6, ~total & 0xFFFF)
+        return SynthPacket(ts_ns, d.link + ip + d.addresses + d.ports + tcp, payload)
+
+    def _advance(self, side: Side, count: int) -> None:
+        d = self._dirs[side]
+        d.next_seq = (d.next_seq + count) & _MASK32
+
+    def syn(self, ts_ns: int) -> SynthPacket:
+        packet = self._packet(Side.CLIENT, ts_ns, SYN)
+        self._advance(Side.CLIENT, 1)
+        return packet
+
+    def syn_ack(self, ts_ns: int) -> SynthPacket:
+        packet = self._packet(Side.SERVER, ts_ns, SYN | ACK)
+        self._advance(Side.SERVER, 1)
+        return packet
+
+    def ack(self, side: Side, ts_ns: int) -> SynthPacket:
+        return self._packet(side, ts_ns, ACK)
+
+    def handshake(self, syn_ts_ns: int, established_ts_ns: int) -> list[SynthPacket]:
+        return [
+            self.syn(syn_ts_ns),
+            self.syn_ack(established_ts_ns),
+            self.ack(Side.CLIENT, established_ts_ns),
+        ]
+
+    def refused(self, ts_ns: int) -> SynthPacket:
+        """The server's answer to a SYN when the connection could not be made."""
+        return self._packet(Side.SERVER, ts_ns, RST | ACK)
+
+    def data(self, side: Side, ts_ns: int, payload: bytes | memoryview) -> list[SynthPacket]:
+        """Data segments of at most ``max_payload`` bytes, all stamped with the read time."""
+        view = memoryview(payload) if len(payload) > self._max_payload else payload
+        packets = []
+        for start in range(0, len(payload), self._max_payload):
+            piece = view[start : start + self._max_payload]
+            packets.append(self._packet(side, ts_ns, PSH | ACK, piece))
+            self._advance(side, len(piece))
+        return packets
+
+    def skip(self, side: Side, count: int) -> None:
+        """Account for ``count`` bytes that were forwarded but not captured."""
+        self._advance(side, count)
+
+    def fin(self, side: Side, ts_ns: int) -> SynthPacket:
+        packet = self._packet(side, ts_ns, FIN | ACK)
+        self._advance(side, 1)
+        return packet
+
+    def rst(self, side: Side, ts_ns: int) -> SynthPacket:
+        return self._packet(side, ts_ns, RST | ACK)

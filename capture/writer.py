@@ -1,0 +1,332 @@
+"""Rotating pcapng file writer behind a bounded in-memory buffer, on its own thread.
+
+The forwarding side only ever calls ``has_room``/``offer``/``drop``, which never block on
+the disk: when the buffer is full, data records are refused (and counted) instead of
+waiting. Control records (handshake, FIN, RST, markers) are tiny and always admitted so a
+capture keeps its connection structure even when payload is lost.
+
+Files are written as ``<name>.partial`` and renamed when complete, with mode 0640 by default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capture import pcapng
+
+log = logging.getLogger(__name__)
+
+IOV_MAX = 1024
+MAX_BATCH_BYTES = 8 << 20
+# the writer thread is woken when this much is queued, and else looks every WAKE_SECONDS
+WAKE_BYTES = 1 << 20
+WAKE_SECONDS = 0.05
+PARTIAL_SUFFIX = ".partial"
+
+
+@dataclass(slots=True)
+class CaptureRecord:
+    """One encoded pcapng block as parts; ``payload`` is the TCP payload it carries."""
+
+    parts: tuple[bytes | memoryview, ...]
+    size: int
+    payload: int = 0
+
+    @classmethod
+    def of(cls, parts: tuple[bytes | memoryview, ...], payload: int = 0) -> CaptureRecord:
+        return cls(parts, sum(len(part) for part in parts), payload)
+
+
+@dataclass(slots=True)
+class RotationPolicy:
+    max_bytes: int | None = None
+    max_seconds: float | None = None
+
+
+@dataclass(slots=True)
+class WriterCounters:
+    bytes_captured: int = 0
+    bytes_dropped: int = 0
+    records_written: int = 0
+    records_dropped: int = 0
+    file_bytes: int = 0
+    files_written: int = 0
+    write_errors: int = 0
+
+
+def capture_file_name(prefix: str, ts_ns: int, seq: int) -> str:
+    """``stomp-20240101T120000.123456789Z-000001.pcapng``: names sort by opening time."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ts_ns // 1_000_000_000))
+    return f"{prefix}-{stamp}.{ts_ns % 1_000_000_000:09d}Z-{seq:06d}.pcapng"
+
+
+def _file_header(seq: int) -> bytes:
+    return pcapng.file_header(comment=f"stomp-capture file {seq:06d}")
+
+
+def ensure_writable_dir(path: Path) -> None:
+    """Create ``path`` if needed and prove a file can be created in it (raises OSError)."""
+    path.mkdir(parents=True, exist_ok=True)
+    probe = path / f".stomp-capture-probe-{os.getpid()}{PARTIAL_SUFFIX}"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, b"probe")
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
+@dataclass(slots=True)
+class _OpenFile:
+    fd: int
+    partial: Path
+    final: Path
+    opened_monotonic: float
+    size: int
+    records: int = 0
+
+
+@dataclass(slots=True)
+class CaptureWriter:
+    out_dir: Path
+    rotation: RotationPolicy = field(default_factory=RotationPolicy)
+    buffer_bytes: int = 64 << 20
+    prefix: str = "stomp"
+    file_mode: int = 0o640
+    counters: WriterCounters = field(default_factory=WriterCounters)
+    files: list[Path] = field(default_factory=list)
+    _queue: deque[CaptureRecord] = field(default_factory=deque)
+    _queued_bytes: int = 0
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _closing: bool = False
+    _thread: threading.Thread | None = None
+    _file: _OpenFile | None = None
+    _file_seq: int = 0
+    _failing: bool = False
+
+    def start(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._thread = threading.Thread(target=self._run, name="capture-writer", daemon=True)
+        self._thread.start()
+
+    # --- producer side (event loop thread) ---------------------------------------------
+
+    def has_room(self, size: int) -> bool:
+        return not self._closing and self._queued_bytes + size <= self.buffer_bytes
+
+    def offer(self, records: list[CaptureRecord], essential: bool = False) -> bool:
+        """Queue all records or none; essential records bypass the size bound."""
+        size = sum(record.size for record in records)
+        with self._cond:
+            if self._closing or (not essential and self._queued_bytes + size > self.buffer_bytes):
+                self._count_dropped(records)
+                return False
+            self._queue.extend(records)
+            self._queued_bytes += size
+            if self._queued_bytes >= WAKE_BYTES:
+                self._cond.notify()
+        return True
+
+    def drop(self, payload: int) -> None:
+        """Count payload bytes that were forwarded but never offered."""
+        with self._cond:
+            self.counters.bytes_dropped += payload
+
+    def close(self, timeout: float | None = None) -> None:
+        """Write what is queued, finish the open file, stop the thread."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # --- writer thread -------------------------------------------------------------------
+
+    def _count_dropped(self, records: list[CaptureRecord] | deque[CaptureRecord]) -> None:
+        """(with the lock held)"""
+        self.counters.records_dropped += len(records)
+        self.counters.bytes_dropped += sum(record.payload for record in records)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._wait_for_work()
+                batch = self._take_batch()
+                done = self._closing and not self._queue
+            try:
+                if batch:
+                    self._write(batch)
+                if self._rotation_due():
+                    self._finish_file()
+            except Exception:  # a bug here must not stop capture for good
+                log.exception("capture writer failed on a batch; going on")
+                with self._cond:
+                    self._count_dropped(batch)
+            if done:
+                break
+        self._finish_file()
+
+    def _wait_for_work(self) -> None:
+        """Until WAKE_BYTES are queued (the producer notifies), or a WAKE_SECONDS tick finds
+        records queued, or the open file is due for rotation, or the writer is closing.
+
+        Small records are not notified: a wake-up right when a chunk is forwarded would make
+        the forwarding thread wait for the GIL on the latency path; a timer tick does not
+        coincide with traffic."""
+        while not self._closing and self._queued_bytes < WAKE_BYTES:
+            timeout = self._seconds_until_rotation()
+            if timeout is not None and timeout <= 0:
+                return
+            self._cond.wait(WAKE_SECONDS if timeout is None else min(timeout, WAKE_SECONDS))
+            if self._queue:
+                return
+
+    def _take_batch(self) -> list[CaptureRecord]:
+        batch: list[CaptureRecord] = []
+        parts = size = 0
+        while self._queue and parts < IOV_MAX - 8 and size < MAX_BATCH_BYTES:
+            record = self._queue.popleft()
+            batch.append(record)
+            parts += len(record.parts)
+            size += record.size
+        self._queued_bytes -= size
+        return batch
+
+    def _seconds_until_rotation(self) -> float | None:
+        if self._file is None or self.rotation.max_seconds is None:
+            return None
+        return self._file.opened_monotonic + self.rotation.max_seconds - time.monotonic()
+
+    def _rotation_due(self) -> bool:
+        remaining = self._seconds_until_rotation()
+        return remaining is not None and remaining <= 0
+
+    def _fits(self, size: int, records: int) -> bool:
+        """Whether ``records`` more records of ``size`` bytes may go into the current file;
+        a record larger than the limit still goes into a file of its own."""
+        limit = self.rotation.max_bytes
+        if limit is None:
+            return True
+        f = self._file
+        if f is None:
+            return records <= 1 or len(_file_header(0)) + size <= limit
+        return f.records + records <= 1 or f.size + size <= limit
+
+    def _write(self, batch: list[CaptureRecord]) -> None:
+        chunk: list[CaptureRecord] = []
+        chunk_size = 0
+        for record in batch:
+            if not self._fits(chunk_size + record.size, len(chunk) + 1):
+                self._write_chunk(chunk)
+                self._finish_file()
+                chunk, chunk_size = [], 0
+            chunk.append(record)
+            chunk_size += record.size
+        self._write_chunk(chunk)
+
+    def _write_chunk(self, chunk: list[CaptureRecord]) -> None:
+        if not chunk:
+            return
+        try:
+            self._writev_all(chunk)
+        except OSError as exc:
+            self._note_failure(exc)
+            self._salvage(chunk)
+            return
+        self._count_written(chunk)
+        if self._failing:
+            self._failing = False
+            log.warning("capture writes succeed again in %s", self.out_dir)
+
+    def _salvage(self, chunk: list[CaptureRecord]) -> None:
+        """After a failed write keep what still fits, record by record; once one fails, only
+        records without payload (handshake, FIN, RST, markers) are still tried, so every
+        connection keeps its shape and lost payload shows as a sequence gap."""
+        full = False
+        for record in chunk:
+            if full and record.payload:
+                self._count_dropped_locked([record])
+                continue
+            try:
+                self._writev_all([record])
+            except OSError:
+                full = True
+                self._count_dropped_locked([record])
+            else:
+                self._count_written([record])
+
+    def _count_written(self, chunk: list[CaptureRecord]) -> None:
+        with self._cond:
+            self.counters.records_written += len(chunk)
+            self.counters.bytes_captured += sum(record.payload for record in chunk)
+
+    def _count_dropped_locked(self, chunk: list[CaptureRecord]) -> None:
+        with self._cond:
+            self._count_dropped(chunk)
+
+    def _writev_all(self, chunk: list[CaptureRecord]) -> None:
+        """Append whole blocks or nothing: a failed or short write (the disk filled up) is
+        cut back so the file stays a sequence of whole blocks."""
+        f = self._file or self._open_file()
+        expected = sum(record.size for record in chunk)
+        try:
+            written = os.writev(f.fd, [part for record in chunk for part in record.parts])
+            if written != expected:
+                raise OSError(errno.ENOSPC, f"short write ({written} of {expected} bytes)")
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(f.fd, f.size)
+                os.lseek(f.fd, f.size, os.SEEK_SET)
+            raise
+        f.size += expected
+        f.records += len(chunk)
+        self.counters.file_bytes += expected
+
+    def _note_failure(self, exc: OSError) -> None:
+        with self._cond:
+            self.counters.write_errors += 1
+        if not self._failing:
+            self._failing = True
+            log.error("capture write failed in %s, dropping capture data: %s", self.out_dir, exc)
+
+    def _open_file(self) -> _OpenFile:
+        now = time.time_ns()
+        self._file_seq += 1
+        final = self.out_dir / capture_file_name(self.prefix, now, self._file_seq)
+        partial = final.with_name(final.name + PARTIAL_SUFFIX)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        fd = os.open(partial, flags, self.file_mode)
+        try:
+            os.fchmod(fd, self.file_mode)
+            header = _file_header(self._file_seq)
+            if os.write(fd, header) != len(header):
+                raise OSError(errno.ENOSPC, "short write of the file header")
+        except OSError:
+            os.close(fd)
+            partial.unlink(missing_ok=True)
+            raise
+        self._file = _OpenFile(fd, partial, final, time.monotonic(), len(header))
+        self.counters.file_bytes += len(header)
+        return self._file
+
+    def _finish_file(self) -> None:
+        f, self._file = self._file, None
+        if f is None:
+            return
+        try:
+            os.close(f.fd)
+            os.rename(f.partial, f.final)
+        except OSError as exc:
+            self._note_failure(exc)
+            return
+        with self._cond:
+            self.counters.files_written += 1
+        self.files.append(f.final)

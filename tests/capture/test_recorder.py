@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from capture.masking import PasscodeMasker
+from capture.recorder import STILL_OPEN_COMMENT, ConnectionRecorder
+from capture.tcp_synth import Endpoint, Side
+from capture.writer import CaptureWriter
+from pipeline.ingest import ACK, FIN, PSH, RST, SYN, CaptureReader, TcpPacket
+
+CLIENT = Endpoint.of("127.0.0.1", 45000)
+SERVER = Endpoint.of("127.0.0.2", 61613)
+
+
+def _packets(writer: CaptureWriter) -> tuple[list[tuple[TcpPacket, bytes]], list[str]]:
+    writer.close()
+    [path] = writer.files
+    with CaptureReader(str(path)) as reader:
+        packets = [(p, reader.payload(p)) for p in reader if isinstance(p, TcpPacket)]
+        return packets, [text for _, text in reader.comments]
+
+
+def _writer(tmp_path: Path, **kwargs: int) -> CaptureWriter:
+    writer = CaptureWriter(tmp_path, **kwargs)
+    writer.start()
+    return writer
+
+
+def test_a_whole_conversation(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(100, 900))
+    rec.opened(1, 2)
+    rec.data(Side.CLIENT, 3, b"CONNECT\n\n\0")
+    rec.data(Side.SERVER, 4, b"CONNECTED\n\n\0")
+    rec.fin(Side.CLIENT, 5)
+    rec.data(Side.SERVER, 6, b"\n")
+    rec.fin(Side.SERVER, 7)
+    rec.closed()
+    rec.data(Side.SERVER, 8, b"ignored after close")
+    packets, _ = _packets(writer)
+    summary = [(p.ts_ns, p.src_port, p.flags, p.seq, p.ack, data) for p, data in packets]
+    assert summary == [
+        (1, 45000, SYN, 100, 0, b""),
+        (2, 61613, SYN | ACK, 900, 101, b""),
+        (2, 45000, ACK, 101, 901, b""),
+        (3, 45000, PSH | ACK, 101, 901, b"CONNECT\n\n\0"),
+        (4, 61613, PSH | ACK, 901, 111, b"CONNECTED\n\n\0"),
+        (5, 45000, FIN | ACK, 111, 913, b""),
+        (6, 61613, PSH | ACK, 913, 112, b"\n"),
+        (7, 61613, FIN | ACK, 914, 112, b""),
+    ]
+    assert (packets[0][0].src_ip, packets[0][0].dst_ip) == ("127.0.0.1", "127.0.0.2")
+
+
+def test_no_room_means_a_sequence_gap_and_a_count(tmp_path: Path) -> None:
+    writer = CaptureWriter(tmp_path, buffer_bytes=3000)  # started later: nothing drains yet
+    rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(0, 0))
+    rec.opened(1, 1)
+    rec.data(Side.CLIENT, 2, b"a" * 1000)
+    rec.data(Side.CLIENT, 3, b"b" * 5000)
+    rec.data(Side.CLIENT, 4, b"c" * 500)
+    writer.start()
+    packets, _ = _packets(writer)
+    data = [(p.seq, payload) for p, payload in packets if payload]
+    assert data == [(1, b"a" * 1000), (6001, b"c" * 500)]
+    assert writer.counters.bytes_dropped == 5000
+
+
+def test_reset_and_refusal(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    ConnectionRecorder(writer, CLIENT, SERVER).refused(10, 11)
+    rec = ConnectionRecorder(writer, Endpoint.of("127.0.0.1", 45001), SERVER)
+    rec.opened(20, 21)
+    rec.data(Side.CLIENT, 22, b"SEND\ndestination:/q/x\n\nhal")
+    rec.rst(Side.CLIENT, 23)
+    rec.fin(Side.SERVER, 24)  # nothing is recorded after a reset
+    packets, _ = _packets(writer)
+    assert [(p.ts_ns, p.src_port, p.flags) for p, _ in packets] == [
+        (10, 45000, SYN),
+        (11, 61613, RST | ACK),
+        (20, 45001, SYN),
+        (21, 61613, SYN | ACK),
+        (21, 45001, ACK),
+        (22, 45001, PSH | ACK),
+        (23, 45001, RST | ACK),
+    ]
+
+
+def test_connections_open_at_the_end_are_marked(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    rec = ConnectionRecorder(writer, CLIENT, SERVER)
+    rec.opened(1, 2)
+    rec.data(Side.CLIENT, 3, b"x")
+    rec.still_open(4)
+    packets, comments = _packets(writer)
+    assert comments[1:] == [STILL_OPEN_COMMENT]
+    assert not [p for p, _ in packets if p.flags & (FIN | RST)]
+    assert packets[-1][0].ts_ns == 4
+
+
+def test_masking_keeps_lengths_and_times(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    rec = ConnectionRecorder(writer, CLIENT, SERVER, PasscodeMasker(), isn=(0, 0))
+    rec.opened(1, 2)
+    connect = b"CONNECT\naccept-version:1.2\nlogin:guest\npasscode:hunter2\n\n\0"
+    rec.data(Side.CLIENT, 10, connect[:30])
+    rec.data(Side.CLIENT, 11, connect[30:])
+    rec.data(Side.SERVER, 12, b"CONNECTED\nversion:1.2\n\n\0")
+    rec.data(Side.CLIENT, 13, b"SEND\ndestination:/q\npasscode:body-is-not-masked\n\n\0")
+    packets, _ = _packets(writer)
+    client = [(p.ts_ns, p.seq, data) for p, data in packets if data and p.src_port == 45000]
+    masked = connect.replace(b"hunter2", b"*******")
+    assert client[:2] == [(10, 1, masked[:30]), (11, 31, masked[30:])]
+    assert client[2][2].endswith(b"passcode:body-is-not-masked\n\n\0")
+    assert client[2][1] == 1 + len(connect)
