@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 LAKE ?= work/lake
 
 .PHONY: demo test venv system-deps java lint bench clean
+SPEEDUPS := pipeline/stomp/.speedups-built
 
 $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -12,7 +13,13 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-venv: $(BIN)/stomp-lake
+# The decoder's optional C hot paths; with no compiler the pure-Python twin runs instead.
+$(SPEEDUPS): pipeline/stomp/_speedups.c $(BIN)/stomp-lake
+	$(BIN)/python -m pipeline.stomp.build_speedups >/dev/null \
+		|| echo "note: C speed-ups not built (no compiler?); the pure-Python decoder runs" >&2
+	touch $@
+
+venv: $(BIN)/stomp-lake $(SPEEDUPS)
 
 java:
 	@bash scripts/install-system-deps.sh java

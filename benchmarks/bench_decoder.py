@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import sys
@@ -233,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
     traffic = generate_traffic(args.mb)
     data = traffic.data
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
         compiled = compiled_speedups(Path(scratch))
         runs: dict[str, Callable[[], int]] = {}
@@ -249,10 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         runs["stompest StompParser"] = partial(run_stompest, data)
         results = measure(runs, len(data), args.repeat)
     speedups.compiled = speedups.load()
+    load = (load_before, os.getloadavg()[0])
     for result in results:
         if result.frames != traffic.frames:
             raise SystemExit(f"{result.name} saw {result.frames} frames, not {traffic.frames}")
-    report = _report(traffic, results, args)
+    report = _report(traffic, results, args, load)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "decoder.json").write_text(json.dumps(report, indent=2) + "\n")
     (args.out / "decoder.md").write_text(_markdown(report))
@@ -260,7 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _report(traffic: Traffic, results: list[Measurement], args: argparse.Namespace) -> dict:
+def _report(
+    traffic: Traffic,
+    results: list[Measurement],
+    args: argparse.Namespace,
+    load: tuple[float, float],
+) -> dict:
     by_name = {result.name: result for result in results}
     baseline = by_name[STOMPPY].mb_per_s
     return {
@@ -271,6 +279,8 @@ def _report(traffic: Traffic, results: list[Measurement], args: argparse.Namespa
         "repeat": args.repeat,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1min": {"start": round(load[0], 2), "end": round(load[1], 2)},
         "results": [asdict(result) for result in results],
         "speedup_vs_stomppy": {
             result.name: round(result.mb_per_s / baseline, 2) for result in results
@@ -287,8 +297,11 @@ def _markdown(report: dict) -> str:
         f"({report['frames']} frames, {report['heartbeats']} heart-beat EOLs), fed in "
         f"{report['chunk_bytes'] // 1024} KiB chunks, one core, best CPU time of "
         f"{report['repeat']} interleaved rounds, "
-        f"Python {report['python']} ({report['machine']}). Produced by "
-        "`benchmarks/bench_decoder.py`.",
+        f"Python {report['python']} ({report['machine']}, {report['cpus']} CPUs, 1-minute load "
+        f"average {report['load_average_1min']['start']} at start and "
+        f"{report['load_average_1min']['end']} at end: other work on the machine slows every "
+        "decoder, so compare the ratios, which the interleaved rounds keep fair, rather than the "
+        "absolute figures). Produced by `benchmarks/bench_decoder.py`.",
         "",
         "| decoder | MB/s | frames/s | x stomp.py |",
         "| --- | ---: | ---: | ---: |",

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from pipeline.spark.session import DEFAULT_MASTER
 
@@ -75,6 +77,28 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Commands implemented elsewhere: name -> (module, help). Each module has
+# `add_arguments(parser)` and `main(args) -> int`, and imports nothing heavy at module level.
+PLUGIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "quarantine": (
+        "pipeline.commands.quarantine",
+        "list batches the validation gate kept aside, or release one after review",
+    ),
+    "sql": ("pipeline.commands.sql", "Spark SQL over the lake's tables (no query: a prompt)"),
+    "audit": ("pipeline.commands.audit", "run a saved traffic-audit query by name"),
+    "report": ("pipeline.commands.report", "write a self-contained HTML traffic report"),
+}
+
+
+def _plugin(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(PLUGIN_COMMANDS[name][0])
+    except ModuleNotFoundError as exc:
+        if exc.name != PLUGIN_COMMANDS[name][0]:
+            raise
+        return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stomp-lake", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     tables = sub.add_parser("tables", help="list the lake's tables with versions and row counts")
     tables.add_argument("--lake", required=True, type=Path)
+
+    for name, (_, help_text) in PLUGIN_COMMANDS.items():
+        module = _plugin(name)
+        if module is not None:
+            module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
     return parser
 
 
@@ -107,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pipeline.commands.tables import print_tables
 
         return print_tables(args.lake)
+    if args.command in PLUGIN_COMMANDS:
+        module = _plugin(args.command)
+        assert module is not None
+        return int(module.main(args))
     from pipeline.commands.run import run_from_args
 
     if args.command == "demo":

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 static const char CONTENT_LENGTH_LINE[] = "\ncontent-length:";
@@ -36,17 +37,58 @@ append_new(PyObject *out, PyObject *item)
     return failed;
 }
 
+/* A new instance of a __slots__ class, its slots set through their member descriptors, which
+ * is what a frozen dataclass's own __init__ cannot be bypassed with from Python cheaply. */
 static PyObject *
-call_heartbeat(PyObject *factory, long long offset)
+new_instance(PyObject *type, PyObject *slots, PyObject *const *values, Py_ssize_t count)
+{
+    if (!PyType_Check(type) || !PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) != count) {
+        PyErr_SetString(PyExc_TypeError, "new_instance(): a type and a tuple of its slots");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)type;
+    PyObject *instance = tp->tp_alloc(tp, 0);
+    for (Py_ssize_t i = 0; instance != NULL && i < count; i++) {
+        PyObject *slot = PyTuple_GET_ITEM(slots, i);
+        descrsetfunc set = Py_TYPE(slot)->tp_descr_set;
+        if (set == NULL || set(slot, instance, values[i]) < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "new_instance(): not a slot descriptor");
+            }
+            Py_CLEAR(instance);
+        }
+    }
+    return instance;
+}
+
+static PyObject *
+new_heartbeat(PyObject *type, PyObject *slots, long long offset)
 {
     PyObject *at = PyLong_FromLongLong(offset);
     if (at == NULL) {
         return NULL;
     }
-    PyObject *args[1] = {at};
-    PyObject *beat = PyObject_Vectorcall(factory, args, 1, NULL);
+    PyObject *one = PyLong_FromLong(1); /* an LF beat is one byte; CRLF ones go the slow way */
+    PyObject *values[2] = {at, one};
+    PyObject *beat = one ? new_instance(type, slots, values, 2) : NULL;
     Py_DECREF(at);
+    Py_XDECREF(one);
     return beat;
+}
+
+/* The first-wins dict of (name, value) pairs. */
+static PyObject *
+first_wins(PyObject *pairs)
+{
+    PyObject *headers = PyDict_New();
+    for (Py_ssize_t i = 0; headers != NULL && i < PyList_GET_SIZE(pairs); i++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (PyDict_SetDefault(headers, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) ==
+            NULL) {
+            Py_CLEAR(headers);
+        }
+    }
+    return headers;
 }
 
 /* Unescape src[0:size] into dst; returns the new size, or -1 on an undefined escape. */
@@ -90,12 +132,52 @@ decline_bad_utf8(PyObject *text)
     return text;
 }
 
-/* A str from UTF-8 bytes, unescaped first when asked; NULL without an exception = decline. */
+/* Header names repeat from frame to frame: a small direct-mapped cache hands out the same str
+ * (its hash already computed) instead of decoding and later hashing a new one each time. */
+#define TEXT_CACHE_SLOTS 512 /* a power of two */
+#define TEXT_CACHE_MAX_SIZE 40
+
+typedef struct {
+    PyObject *text;
+    Py_ssize_t size;
+    char bytes[TEXT_CACHE_MAX_SIZE];
+} CachedText;
+
+static CachedText text_cache[TEXT_CACHE_SLOTS];
+
 static PyObject *
-header_text(const char *src, Py_ssize_t size, int escapes)
+cached_text(const char *src, Py_ssize_t size)
+{
+    if (size > TEXT_CACHE_MAX_SIZE) {
+        return decline_bad_utf8(PyUnicode_DecodeUTF8(src, size, NULL));
+    }
+    uint32_t hash = 2166136261u; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < size; i++) {
+        hash = (hash ^ (unsigned char)src[i]) * 16777619u;
+    }
+    CachedText *slot = &text_cache[hash & (TEXT_CACHE_SLOTS - 1)];
+    if (slot->text != NULL && slot->size == size && memcmp(slot->bytes, src, (size_t)size) == 0) {
+        return Py_NewRef(slot->text);
+    }
+    PyObject *text = decline_bad_utf8(PyUnicode_DecodeUTF8(src, size, NULL));
+    if (text == NULL || PyObject_Hash(text) == -1) {
+        Py_XDECREF(text);
+        return NULL;
+    }
+    Py_XSETREF(slot->text, Py_NewRef(text));
+    slot->size = size;
+    memcpy(slot->bytes, src, (size_t)size);
+    return text;
+}
+
+/* A str from UTF-8 bytes, unescaped first when asked; NULL without an exception = decline.
+ * Names come from the cache when they need no unescaping. */
+static PyObject *
+header_text(const char *src, Py_ssize_t size, int escapes, int is_name)
 {
     if (!escapes || memchr(src, '\\', (size_t)size) == NULL) {
-        return decline_bad_utf8(PyUnicode_DecodeUTF8(src, size, NULL));
+        return is_name ? cached_text(src, size)
+                       : decline_bad_utf8(PyUnicode_DecodeUTF8(src, size, NULL));
     }
     char small[256] = {0}; /* initialised only to quiet -Wmaybe-uninitialized */
     char *scratch = size <= (Py_ssize_t)sizeof(small) ? small : PyMem_Malloc((size_t)size);
@@ -127,8 +209,8 @@ decode_block(const char *data, Py_ssize_t size, int escapes)
             break;
         }
         Py_ssize_t split = colon - data;
-        PyObject *name = header_text(data + start, split - start, escapes);
-        PyObject *value = name ? header_text(colon + 1, stop - split - 1, escapes) : NULL;
+        PyObject *name = header_text(data + start, split - start, escapes, 1);
+        PyObject *value = name ? header_text(colon + 1, stop - split - 1, escapes, 0) : NULL;
         PyObject *pair = value ? PyTuple_Pack(2, name, value) : NULL;
         Py_XDECREF(name);
         Py_XDECREF(value);
@@ -170,7 +252,7 @@ typedef struct {
     Py_ssize_t end;
     long long base;
     PyObject *no_body, *unescaped, *version;
-    PyObject *make_frame, *make_decoded_frame;
+    PyObject *frame_type, *frame_slots;
     Py_ssize_t head_window;
     long long max_body;
     int escapes;
@@ -183,8 +265,11 @@ locate_body(const Setup *setup, Py_ssize_t lf, Py_ssize_t *body_start, Py_ssize_
             long long *length)
 {
     const char *data = setup->data;
-    Py_ssize_t blank = find_blank_line(data, lf, setup->end);
-    if (blank < 0 || blank - lf > setup->head_window) {
+    /* a blank line further away than the head window is the state machine's business */
+    Py_ssize_t window_end = setup->end - lf < setup->head_window + 2 ? setup->end
+                                                                      : lf + setup->head_window + 2;
+    Py_ssize_t blank = find_blank_line(data, lf, window_end);
+    if (blank < 0) {
         return 0;
     }
     if (memchr(data + lf, '\r', (size_t)(blank - lf)) != NULL ||
@@ -258,29 +343,37 @@ emit_frame(const Setup *setup, PyObject *out, Py_ssize_t pos, Py_ssize_t lf, PyO
     if (pairs == NULL && PyErr_Occurred()) {
         return -1;
     }
-    PyObject *raw_head = pairs ? Py_NewRef(Py_None)
-                               : PyBytes_FromStringAndSize(data + lf + 1, head_size);
     PyObject *body = PyBytes_FromStringAndSize(data + body_start, body_end - body_start);
-    PyObject *head_offset = PyLong_FromLongLong(setup->base + lf + 1);
     PyObject *start = PyLong_FromLongLong(setup->base + pos);
     PyObject *stop = PyLong_FromLongLong(setup->base + body_end + 1);
     PyObject *size = length < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(length);
+    PyObject *headers = pairs ? first_wins(pairs) : Py_NewRef(Py_None);
+    PyObject *undecoded = NULL;
+    if (pairs == NULL) {
+        /* (raw header bytes, their stream offset, version, lenient): see Frame._undecoded */
+        PyObject *raw_head = PyBytes_FromStringAndSize(data + lf + 1, head_size);
+        PyObject *head_offset = PyLong_FromLongLong(setup->base + lf + 1);
+        if (raw_head && head_offset) {
+            undecoded = PyTuple_Pack(4, raw_head, head_offset, setup->version, Py_False);
+        }
+        Py_XDECREF(raw_head);
+        Py_XDECREF(head_offset);
+    }
     PyObject *frame = NULL;
-    if (raw_head && body && head_offset && start && stop && size) {
-        if (pairs) {
-            PyObject *call[6] = {command, pairs, body, start, stop, size};
-            frame = PyObject_Vectorcall(setup->make_decoded_frame, call, 6, NULL);
+    if (body && start && stop && size && headers && (pairs || undecoded)) {
+        /* in Frame.__slots__ order */
+        PyObject *values[9] = {command, body, start, stop, size,
+                               pairs ? pairs : Py_None, headers, PyTuple_New(0),
+                               undecoded ? undecoded : Py_None};
+        if (values[7] != NULL) {
+            frame = new_instance(setup->frame_type, setup->frame_slots, values, 9);
         }
-        else {
-            PyObject *call[9] = {command, raw_head, head_offset, setup->version, Py_False,
-                                 body, start, stop, size};
-            frame = PyObject_Vectorcall(setup->make_frame, call, 9, NULL);
-        }
+        Py_XDECREF(values[7]);
     }
     Py_XDECREF(pairs);
-    Py_XDECREF(raw_head);
+    Py_XDECREF(headers);
+    Py_XDECREF(undecoded);
     Py_XDECREF(body);
-    Py_XDECREF(head_offset);
     Py_XDECREF(start);
     Py_XDECREF(stop);
     Py_XDECREF(size);
@@ -292,17 +385,18 @@ emit_frame(const Setup *setup, PyObject *out, Py_ssize_t pos, Py_ssize_t lf, PyO
 }
 
 /* scan(buf, pos, base, exact, no_body, command_window, head_window, max_body, limit, out,
- *      make_frame, make_decoded_frame, make_heartbeat, version, escapes, unescaped) -> new pos
+ *      version, escapes, unescaped, frame_type, frame_slots, beat_type, beat_slots) -> new pos
  *
- * Clean header blocks are decoded right away (make_decoded_frame); other blocks are left to the
- * Python line-by-line decoder, which reports their problems (make_frame: undecoded). */
+ * Frames and heart-beats are built here (*_slots: the classes' member descriptors in __slots__
+ * order). Clean header blocks are decoded right away, with their first-wins dict; other blocks
+ * are left undecoded for the Python line-by-line decoder, which reports their problems. */
 static PyObject *
 scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 16 || !PyBytes_Check(args[0]) || !PyDict_Check(args[3]) ||
+    if (nargs != 17 || !PyBytes_Check(args[0]) || !PyDict_Check(args[3]) ||
         !PyList_Check(args[9])) {
-        PyErr_SetString(PyExc_TypeError, "scan() takes 16 arguments: bytes, ..., dict, ..., list");
+        PyErr_SetString(PyExc_TypeError, "scan() takes 17 arguments: bytes, ..., dict, ..., list");
         return NULL;
     }
     Setup setup = {
@@ -312,14 +406,14 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         .no_body = args[4],
         .head_window = PyLong_AsSsize_t(args[6]),
         .max_body = PyLong_AsLongLong(args[7]),
-        .make_frame = args[10],
-        .make_decoded_frame = args[11],
-        .version = args[13],
-        .escapes = (int)PyLong_AsLong(args[14]),
-        .unescaped = args[15],
+        .version = args[10],
+        .escapes = (int)PyLong_AsLong(args[11]),
+        .unescaped = args[12],
+        .frame_type = args[13],
+        .frame_slots = args[14],
     };
     Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    PyObject *exact = args[3], *out = args[9], *make_heartbeat = args[12];
+    PyObject *exact = args[3], *out = args[9], *beat_type = args[15], *beat_slots = args[16];
     Py_ssize_t command_window = PyLong_AsSsize_t(args[5]);
     Py_ssize_t limit = PyLong_AsSsize_t(args[8]);
     if (PyErr_Occurred()) {
@@ -328,7 +422,7 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     const char *data = setup.data;
     for (Py_ssize_t count = 0; count != limit && pos < setup.end; count++) {
         if (data[pos] == '\n') {
-            if (append_new(out, call_heartbeat(make_heartbeat, setup.base + pos)) < 0) {
+            if (append_new(out, new_heartbeat(beat_type, beat_slots, setup.base + pos)) < 0) {
                 return NULL;
             }
             pos += 1;

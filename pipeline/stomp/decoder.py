@@ -4,10 +4,10 @@ No sockets, files or clocks: events carry stream byte offsets and callers attach
 never raises; it becomes a ``Violation`` (a stream event, or inside ``Frame.violations``) and
 decoding goes on, resyncing to the next plausible frame start when framing itself broke.
 
-Two paths decode the same grammar. ``_fast`` frames well-formed LF-only frames that are wholly
-in the buffer, in one tight loop, leaving header lines undecoded; it stops at anything else.
-The state machine (``_idle``/``_head``/``_body``/``_resync``) then handles that case (partial
-frames, CRLF, limits, bad input) one event at a time, after which the fast path resumes.
+Two paths decode the same grammar. The fast path (``fast_path.scan``) frames clean LF-only
+frames that are wholly in the buffer and stops at anything else; the state machine here
+(``_idle``/``_head``/``_body``/``_resync``) then handles that case (partial frames, CRLF,
+limits, bad input) one event at a time, after which the fast path resumes.
 
 The buffer is immutable ``bytes`` while leftovers are small (chunks mostly hold whole frames and
 slices are single copies) and becomes a ``bytearray`` when a frame spans many small chunks, so
@@ -19,19 +19,12 @@ from __future__ import annotations
 
 from collections import deque
 
-from pipeline.stomp import speedups
 from pipeline.stomp import violations as v
 from pipeline.stomp.command_line import EXACT_COMMANDS, decode_command_line
-from pipeline.stomp.commands import NO_BODY_COMMANDS, UNESCAPED_COMMANDS_1_2, VERSIONS
-from pipeline.stomp.events import (
-    Event,
-    Frame,
-    Violation,
-    decoded_frame,
-    heartbeat,
-    undecoded_frame,
-)
-from pipeline.stomp.headers import ESCAPE_MODES, decode_header_block
+from pipeline.stomp.commands import NO_BODY_COMMANDS, VERSIONS
+from pipeline.stomp.events import Event, Frame, Violation, heartbeat, undecoded_frame
+from pipeline.stomp.fast_path import CONTENT_LENGTH_LINE, scan
+from pipeline.stomp.headers import decode_header_block
 from pipeline.stomp.limits import Limits
 from pipeline.stomp.resync import plausible_frame_start
 
@@ -53,7 +46,6 @@ class _NeedData:
 NEED_DATA = _NeedData()
 
 _IDLE, _NULS, _HEAD, _BODY, _RESYNC, _CLOSED = range(6)
-_CONTENT_LENGTH_LINE = b"\ncontent-length:"
 
 
 class Decoder:
@@ -220,97 +212,8 @@ class Decoder:
     # -- fast path ----------------------------------------------------------------------------
 
     def _fast(self, out: list[Event], limit: int) -> None:
-        """Append up to ``limit`` (-1: any number of) heart-beats and clean frames to ``out``;
-        stop before anything else. Never lenient. Compiled when available."""
-        compiled = speedups.compiled
-        if compiled is None:
-            self._fast_python(out, limit)
-            return
-        limits = self.limits
-        self._pos = compiled.scan(
-            self._buf,
-            self._pos,
-            self._base,
-            EXACT_COMMANDS[self._version],
-            NO_BODY_COMMANDS,
-            limits.max_command + 1,
-            limits.head_always_within(),
-            limits.max_body,
-            limit,
-            out,
-            undecoded_frame,
-            decoded_frame,
-            heartbeat,
-            self._version,
-            ESCAPE_MODES[self._version],
-            UNESCAPED_COMMANDS_1_2,
-        )
-
-    def _fast_python(self, out: list[Event], limit: int) -> None:
-        buf = self._buf
-        pos = self._pos
-        end = len(buf)
-        base = self._base
-        find = buf.find
-        append = out.append
-        exact = EXACT_COMMANDS[self._version]
-        no_body = NO_BODY_COMMANDS
-        version = self._version
-        limits = self.limits
-        command_window = limits.max_command + 1
-        head_window = limits.head_always_within()
-        max_body = limits.max_body
-        count = 0
-        while count != limit and pos < end:
-            if buf[pos] == 10:
-                append(heartbeat(base + pos))
-                pos += 1
-                count += 1
-                continue
-            lf = find(b"\n", pos, pos + command_window)
-            if lf < 0:
-                break
-            command = exact.get(buf[pos:lf])  # type: ignore[call-overload]
-            if command is None:
-                break
-            blank = find(b"\n\n", lf)
-            if blank < 0 or blank - lf > head_window or find(b"\r", lf, blank) >= 0:
-                break
-            if find(b"\x00", lf, blank) >= 0:
-                break
-            body_start = blank + 2
-            at = find(_CONTENT_LENGTH_LINE, lf, blank)
-            if at < 0:
-                length = None
-                body_end = find(b"\x00", body_start)
-                if body_end < 0 or body_end - body_start > max_body:
-                    break
-            else:
-                value = buf[at + 16 : find(b"\n", at + 16, blank + 1)]
-                if not value.isdigit():
-                    break
-                length = int(value)
-                body_end = body_start + length
-                if length > max_body or body_end >= end or buf[body_end] != 0:
-                    break
-            if body_end > body_start and command in no_body:
-                break
-            append(
-                undecoded_frame(
-                    command,
-                    buf[lf + 1 : blank],
-                    base + lf + 1,
-                    version,
-                    False,
-                    buf[body_start:body_end],
-                    base + pos,
-                    base + body_end + 1,
-                    length,
-                )
-            )
-            pos = body_end + 1
-            count += 1
-        self._pos = pos
+        """Append up to ``limit`` (-1: any number of) heart-beats and clean frames to ``out``."""
+        self._pos = scan(self._buf, self._pos, self._base, self._version, self.limits, out, limit)
 
     # -- state machine ------------------------------------------------------------------------
 
@@ -412,20 +315,13 @@ class Decoder:
             self._line_start = nl + 1
         lf = pos + nl
         scan = pos + max(self._scan, nl)
-        blank = buf.find(b"\n\n", scan)
-        stop = end if blank < 0 else blank
-        crlf_blank = buf.find(b"\n\r\n", scan, stop + 2) if buf.find(b"\r", scan, stop) >= 0 else -1
-        if crlf_blank >= 0:
-            head_end, body_start = crlf_blank, crlf_blank + 3
-        elif blank >= 0:
-            head_end, body_start = blank, blank + 2
-        else:
-            head_end = body_start = -1
+        head_end, body_start = _find_blank_line(buf, scan, end)
         nul = buf.find(b"\x00", scan, end if head_end < 0 else head_end)
         if nul >= 0:
             return self._check_header_lines(nul, complete=False) or self._frame_ended_early(nul)
         if head_end < 0:
-            self._scan = max(end - pos - 2, nl)
+            # resume at the last LF: it may start a blank line whose bytes have not arrived
+            self._scan = max(buf.rfind(b"\n", scan, end), scan) - pos
             return self._check_header_lines(end, complete=False)
         if head_end - lf > limits.head_always_within():
             problem = self._check_header_lines(head_end + 1, complete=True)
@@ -437,7 +333,7 @@ class Decoder:
         if self.lenient:
             self._content_length = self._lenient_content_length(lf + 1, head_end)
         else:
-            found = buf.find(_CONTENT_LENGTH_LINE, lf, head_end)
+            found = buf.find(CONTENT_LENGTH_LINE, lf, head_end)
             if found >= 0:
                 self._content_length = self._parse_content_length(found + 1, head_end)
         self._state = _BODY
@@ -655,6 +551,21 @@ class Decoder:
             if name == "content-length":
                 return self._content_length_value(value.encode(), offset)
         return None
+
+
+def _find_blank_line(buf: bytes | bytearray, start: int, end: int) -> tuple[int, int]:
+    """The first blank line (LF or CRLF) that follows an LF at or after ``start``, as (index of
+    that LF, index just after the blank line); (-1, -1) when the buffer holds none yet. Walks
+    line by line: a search for one of the two forms alone could run far past the other."""
+    lf = buf.find(b"\n", start, end)
+    while lf >= 0:
+        after = lf + 1
+        if after < end and buf[after] == 10:
+            return lf, after + 1
+        if after + 1 < end and buf[after] == 13 and buf[after + 1] == 10:
+            return lf, after + 2
+        lf = buf.find(b"\n", after, end)
+    return -1, -1
 
 
 def _offset_of(violation: Violation) -> int:

@@ -31,8 +31,9 @@ class HeartBeat:
 
 
 class Frame:
-    """One STOMP frame. Header lines are decoded on first access of ``header_list``,
-    ``headers``, ``get`` or ``violations``, with the version rules in force when it was framed."""
+    """One STOMP frame. Header lines may be left undecoded until the first access of
+    ``header_list``, ``headers``, ``get`` or ``violations``; they are then decoded with the
+    version rules in force when the frame was framed."""
 
     __slots__ = (
         "command",
@@ -151,7 +152,7 @@ def undecoded_frame(
     """A frame whose header lines (``raw_head``: LF-separated, no final EOL, starting at stream
     offset ``raw_offset``) are decoded only when first needed. Built without ``__init__``:
     this is the decoder's per-frame hot path."""
-    frame = _new_frame(Frame)
+    frame = _new_object(Frame)
     frame.command = command
     frame.body = body
     frame.start = start
@@ -164,37 +165,20 @@ def undecoded_frame(
     return frame
 
 
-def decoded_frame(
-    command: str,
-    header_list: list[tuple[str, str]],
-    body: bytes,
-    start: int,
-    end: int,
-    content_length: int | None,
-) -> Frame:
-    """A frame whose clean header lines are already decoded (``Frame(...)`` minus the copies)."""
-    frame = _new_frame(Frame)
-    frame.command = command
-    frame.body = body
-    frame.start = start
-    frame.end = end
-    frame.content_length = content_length
-    frame._header_list = header_list
-    frame._headers = None
-    frame._violations = ()
-    frame._undecoded = None
-    return frame
-
-
-_new_frame = object.__new__
+_new_object = object.__new__
 _set_offset = HeartBeat.offset.__set__  # type: ignore[attr-defined]
 _set_length = HeartBeat.length.__set__  # type: ignore[attr-defined]
+
+# Member descriptors in __slots__ order, for code that builds these objects slot by slot (the
+# compiled decoder).
+FRAME_SLOTS = tuple(vars(Frame)[name] for name in Frame.__slots__)
+HEARTBEAT_SLOTS = tuple(vars(HeartBeat)[name] for name in HeartBeat.__slots__)
 
 
 def heartbeat(offset: int, length: int = 1) -> HeartBeat:
     """``HeartBeat(offset, length)`` at half the cost: a frozen dataclass's ``__init__`` goes
     through ``object.__setattr__``, and the decoder makes one per EOL."""
-    beat = _new_frame(HeartBeat)
+    beat = _new_object(HeartBeat)
     _set_offset(beat, offset)
     _set_length(beat, length)
     return beat

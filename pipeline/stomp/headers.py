@@ -13,8 +13,8 @@ from pipeline.stomp.commands import UNESCAPED_COMMANDS_1_2
 Problem = tuple[str, int, str]
 
 
-
 def escapes_apply(version: str, command: str) -> bool:
+    """Whether header escapes are decoded: from 1.1 on, except CONNECT/CONNECTED in 1.2."""
     if version == "1.0":
         return False
     return not (version == "1.2" and command in UNESCAPED_COMMANDS_1_2)
@@ -47,18 +47,32 @@ def decode_header_block(
     """
     if not raw:
         return [], []
-    if not lenient and b"\r" not in raw:
+    clean = None if lenient else _without_crlf(raw, version)
+    if clean:
         compiled = speedups.compiled
         if compiled is None:
-            pairs = _decode_clean(raw, version, command)
+            pairs = _decode_clean(clean, version, command)
         else:
             mode = ESCAPE_MODES[version]
             if mode == 2 and command in UNESCAPED_COMMANDS_1_2:
                 mode = 0
-            pairs = compiled.decode_headers(raw, mode)
+            pairs = compiled.decode_headers(clean, mode)
         if pairs is not None:
             return pairs, []
     return _decode_line_by_line(raw, offset, version, command, lenient)
+
+
+def _without_crlf(raw: bytes, version: str) -> bytes | None:
+    """``raw`` with its 1.2 CRLF line ends made LF, or None if a CR remains (a CR elsewhere, or
+    CRLF before 1.2): the line-by-line decoder must then look at it."""
+    if b"\r" not in raw:
+        return raw
+    if version != "1.2":
+        return None
+    raw = raw.replace(b"\r\n", b"\n")
+    if raw[-1:] == b"\r":  # the last line's CR (the block excludes its final LF)
+        raw = raw[:-1]
+    return None if b"\r" in raw else raw
 
 
 def _decode_clean(raw: bytes, version: str, command: str) -> list[tuple[str, str]] | None:

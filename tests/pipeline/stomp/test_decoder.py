@@ -434,6 +434,11 @@ def test_decoder_pickles_mid_frame() -> None:
     assert revived.version == "1.1"
 
 
+def test_decoded_events_pickle() -> None:
+    events = decode(SEND + b"\n" + ACK + b"SEND\nx:\\q\n\n\x00" + b"\x00")
+    assert pickle.loads(pickle.dumps(events)) == events
+
+
 def test_need_data_survives_pickling() -> None:
     assert pickle.loads(pickle.dumps(NEED_DATA)) is NEED_DATA
 
@@ -444,3 +449,58 @@ def test_unknown_version_is_a_programming_error() -> None:
     decoder = Decoder()
     with pytest.raises(ValueError):
         decoder.version = "1.3"
+
+
+@pytest.mark.timeout(60)
+def test_many_crlf_frames_in_one_buffer_decode_in_linear_time() -> None:
+    # A search for an LF LF blank line alone would scan to the buffer's end for every CRLF
+    # frame: quadratic, minutes for this buffer. Line by line it takes well under a second.
+    frame = encode_frame("SEND", [("destination", "/q"), ("x", "y")], b"b" * 100, eol=b"\r\n")
+    events = decode((frame + b"\n") * 20_000)
+    assert len(frames(events)) == 20_000
+
+
+# -- every violation kind, with decoding going on after it --------------------------------------
+
+MALFORMED: dict[str, tuple[bytes, dict[str, object]]] = {
+    "resync_skipped": (b"tail of a frame\x00", {"resync": True}),
+    "content_length_mismatch": (b"SEND\ncontent-length:1\n\nab\x00", {}),
+    "command_too_long": (b"X" * 20 + b"\n\n\x00", {"limits": SMALL}),
+    "header_line_too_long": (b"SEND\nx:" + b"y" * 40 + b"\n\n\x00", {"limits": SMALL}),
+    "too_many_headers": (b"SEND\n" + b"a:1\n" * 5 + b"\n\x00", {"limits": SMALL}),
+    "body_too_large": (b"SEND\n\n" + b"b" * 65 + b"\x00", {"limits": SMALL}),
+    "stray_nul": (b"\x00", {}),
+    "unknown_command": (b"HELLO\n\n\x00", {}),
+    "command_not_in_version": (b"NACK\nid:1\n\n\x00", {"version": "1.0"}),
+    "unexpected_body": (b"ACK\nid:1\n\nbody\x00", {}),
+    "invalid_content_length": (b"SEND\ncontent-length:x\n\nab\x00", {}),
+    "invalid_utf8": (b"SEND\nx:\xff\n\n\x00", {}),
+    "undefined_escape": (b"SEND\nx:\\t\n\n\x00", {}),
+    "header_without_colon": (b"SEND\nx\n\n\x00", {}),
+    "empty_header_name": (b"SEND\n:x\n\n\x00", {}),
+    "missing_blank_line": (b"SEND\nx:1\n\x00", {}),
+    "crlf_before_1_2": (b"SEND\r\n\r\n\x00", {"version": "1.1"}),
+    "lowercase_command": (b"send\n\n\x00", {"lenient": True}),
+    "uppercase_header_name": (b"SEND\nX:1\n\n\x00", {"lenient": True}),
+    "trailing_whitespace": (b"SEND \n\n\x00", {"lenient": True}),
+    "leading_space_in_value": (b"SEND\nx: 1\n\n\x00", {"lenient": True}),
+}
+# Kinds that need a gap or the end of the stream: covered by the gap/EOF tests above.
+AT_GAPS_AND_EOF = {"frame_cut_by_gap", "truncated_frame", "data_after_eof"}
+
+
+def test_every_kind_has_a_case() -> None:
+    from pipeline.stomp.violations import ALL_KINDS
+
+    assert set(MALFORMED) | AT_GAPS_AND_EOF == ALL_KINDS
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_each_malformed_case_gives_its_violation_and_decoding_goes_on(kind: str) -> None:
+    wire, options = MALFORMED[kind]
+    options = dict(options)
+    version = str(options.pop("version", "1.2"))
+    events = decode(wire + b"\n" + ACK, version, **options)
+    assert kind in kinds(events)
+    last = events[-1]
+    assert isinstance(last, Frame) and (last.command, last.end) == ("ACK", len(wire) + 1 + len(ACK))
