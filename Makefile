@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv system-deps java lint bench clean
+.PHONY: demo test venv airflow system-deps java lint bench clean
 SPEEDUPS := pipeline/stomp/.speedups-built
 
 $(BIN)/stomp-lake: pyproject.toml constraints.txt
@@ -20,6 +20,10 @@ $(SPEEDUPS): pipeline/stomp/_speedups.c $(BIN)/stomp-lake
 	touch $@
 
 venv: $(BIN)/stomp-lake $(SPEEDUPS)
+
+# Airflow's own venv .venv-airflow from requirements-airflow.txt (instant when up to date)
+airflow:
+	@bash scripts/airflow-venv.sh >/dev/null
 
 java:
 	@bash scripts/install-system-deps.sh java

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import resource
 import signal
 import socket
 import ssl
@@ -198,6 +199,19 @@ def check_upstreams(config: ProxyConfig) -> None:
             ) from exc
 
 
+def raise_open_file_limit() -> int:
+    """Lift the soft limit on open files to the hard one and return it: each client costs two
+    descriptors, so the usual soft limit of 1024 would stop the proxy near 500 clients."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (OSError, ValueError) as exc:  # e.g. an unlimited hard limit above fs.nr_open
+            log.warning("cannot raise the open files limit from %d: %s", soft, exc)
+            return soft
+    return hard
+
+
 def passcode_masker_factory() -> Callable[[], ChunkFilter]:
     from capture.masking import PasscodeMasker
 
@@ -209,6 +223,7 @@ async def run(config: ProxyConfig) -> int:
     # switch interval it can wait that long for it after each write while forwarding keeps
     # the loop thread busy; 1 ms let it write ~40% more under bulk traffic in measurements
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    open_files = raise_open_file_limit()
     loop = asyncio.get_running_loop()
     writer: CaptureWriter | None = None
     if config.out_dir is not None:
@@ -241,6 +256,7 @@ async def run(config: ProxyConfig) -> int:
             shown = HostPort(host, port)
             log.info("listening on %s -> upstream %s", shown, listener.config.upstream)
     log.info("capture to %s", config.out_dir or "(nowhere: --no-capture)")
+    log.info("open files limit %d (about %d connections)", open_files, open_files // 2)
 
     def snapshot() -> StatsSnapshot:
         return StatsSnapshot.take(proxy.counters, writer.counters if writer else None)

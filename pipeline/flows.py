@@ -137,13 +137,18 @@ class FlowRunner:
             tracker = ConnectionTracker(broker_ports=self.config.broker_ports)
             state = self._state = FlowState(tracker, None)
         swapped = False
+        # Segments before an Opened event belong to the connection this packet superseded.
+        conn = state.tracker.connection
         for event in state.tracker.add(packet, payload):
-            if type(event) is Segment:
+            if type(event) is Opened:
+                conn = event.connection
+            elif type(event) is Segment:
                 if state.model is None:
-                    swapped = self._start_model(state, event)
+                    assert conn is not None
+                    swapped = self._start_model(state, event, conn)
                 if swapped:  # events of this packet were made before the roles were swapped
                     event = Segment(event.connection_id, not event.from_client, event.event)
-            self._on_event(state, event, source)
+            self._on_event(state, event, source, conn)
         conn = state.tracker.connection
         if state.model is not None and conn is not None and packet.flags & (FIN | RST):
             sender = (packet.src_ip, packet.src_port)
@@ -151,19 +156,28 @@ class FlowRunner:
             state.model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
             self._collect(state.model)
 
-    def _on_event(self, state: FlowState, event: object, source: tuple[str, int] | None) -> None:
+    def _on_event(
+        self,
+        state: FlowState,
+        event: object,
+        source: tuple[str, int] | None,
+        conn: Connection | None,
+    ) -> None:
+        """``conn``: the connection a Segment belongs to (the tracker may have moved on to the
+        next one, or, at the end of the input, let go of it)."""
         if type(event) is Segment:
             if state.model is None:
-                self._start_model(state, event)
+                assert conn is not None
+                self._start_model(state, event, conn)
             model = state.model
             direction = "c2s" if event.from_client else "s2c"
             inner = event.event
             if type(inner) is Data:
                 model.on_data(direction, inner.ts_ns, inner.offset, inner.data, source)
             elif type(inner) is Gap:
-                model.on_gap(direction, inner.ts_ns, inner.offset, inner.size)
+                model.on_gap(direction, inner.ts_ns, inner.offset, inner.size, source)
             elif type(inner) is Conflict:
-                model.on_conflict(direction, inner.ts_ns, inner.offset, inner.size)
+                model.on_conflict(direction, inner.ts_ns, inner.offset, inner.size, source)
             self._collect(model)
         elif type(event) is Opened:
             state.model = None
@@ -173,15 +187,13 @@ class FlowRunner:
             self._collect(model)
             state.model = None
 
-    def _start_model(self, state: FlowState, first: Segment) -> bool:
+    def _start_model(self, state: FlowState, first: Segment, conn: Connection) -> bool:
         """Create the connection's model; True when the first bytes showed the roles were wrong."""
-        conn = state.tracker.connection
-        assert conn is not None
         swap = (
             conn.role_source == "unknown" and first.from_client and _looks_like_server(first.event)
         )
         if swap:
-            state.tracker.swap_roles()
+            conn.swap_roles()
         state.model = self._model_for(conn)
         return swap
 
@@ -203,7 +215,7 @@ class FlowRunner:
         if conn is None:
             return
         if conn.closed or self.config.close_open:
-            for event in state.tracker.flush():
+            for event in state.tracker.flush():  # the tracker lets go of conn: pass it along
                 if type(event) is Closed:
                     model = state.model or self._model_for(event.connection)
                     model.finish(
@@ -212,9 +224,12 @@ class FlowRunner:
                     self._collect(model)
                     state.model = None
                 else:
-                    self._on_event(state, event, None)
+                    self._on_event(state, event, None, conn)
             return
-        self._out.setdefault("_state", []).append({"state": pickle.dumps(state, protocol=5)})
+        session_id = None if state.model is None else state.model.session_id
+        self._out.setdefault("_state", []).append(
+            {"state": pickle.dumps(state, protocol=5), "session_id": session_id}
+        )
         self._out_keys.setdefault("_state", []).append(key)
         self._pending += 1
 

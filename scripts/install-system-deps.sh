@@ -8,8 +8,8 @@ set -euo pipefail
 # ---- package lists: add packages here ------------------------------------------------
 BROKER_PACKAGES=(activemq rabbitmq-server)
 CAPTURE_PACKAGES=(tshark tcpdump tcpflow socat)
-# Browser used by the UI/report tests (to be filled in by its owner, e.g. chromium).
-BROWSER_PACKAGES=()
+# Headless browser and its WebDriver, used by the HTML report test.
+BROWSER_PACKAGES=(chromium chromium-driver)
 JAVA_PACKAGE=openjdk-17-jre-headless
 # ---------------------------------------------------------------------------------------
 

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import schemas
 from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
+from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import FileFingerprint
 from pipeline.lake.orphans import cleanup_lake
-from pipeline.lake.writer import write_table_batch
+from pipeline.lake.staged_tables import commit_tables, discard_tables, stage_tables
 from pipeline.session import ModelOptions
+from pipeline.stomp.commands import ALL_COMMANDS
+from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 
@@ -47,6 +49,9 @@ class RunResult:
     elapsed_s: float
     tables: dict[str, int] = field(default_factory=dict)  # table -> version after the run
     skipped_files: dict[str, list[str]] = field(default_factory=dict)
+    # seconds per stage: "spark_start", "compute", "validate", "commit"
+    timings: dict[str, float] = field(default_factory=dict)
+    validation: Any = None  # the gate's ValidationReport when the batch was validated
 
 
 def discover(inputs: Iterable[Path]) -> list[str]:
@@ -76,10 +81,13 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
         else:
             scan = ledger.scan(discover(config.inputs))
             skipped = _skipped(scan)
+            if not scan.new and config.batch_id and is_quarantined(lake, config.batch_id):
+                raise BatchQuarantined(lake, config.batch_id)
             if not scan.new and not config.close_open:
                 progress("no new capture files")
                 return RunResult(None, 0, {}, time.monotonic() - started, skipped_files=skipped)
             batch = begin_batch(lake, scan.new, batch_id=config.batch_id)
+            failpoint("run.batch_begun")
         if carried.current_state_batch(lake) == batch.batch_id:
             progress(f"batch {batch.batch_id} was complete but for its final mark")
             finish_batch(lake, batch.batch_id)
@@ -118,16 +126,20 @@ def _run_batch(
     from pipeline.spark.session import build_spark
     from pipeline.spark.summary import capture_stats, table_counts
 
+    timings: dict[str, float] = {}
+    mark = time.monotonic()
     paths = [f.path for f in files]
     progress(f"batch {batch_id}: {len(paths)} capture files")
     cleanup_lake(lake)
     spark = build_spark(config.master)
+    timings["spark_start"] = _lap(mark)
+    mark = time.monotonic()
     progress("stage 1/4: reading packets")
     packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
     runner = RunnerConfig(tuple(paths), config.options, config.broker_ports, config.close_open)
     state = carried.read_carried(spark, lake)
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
-    progress("stage 2/4: reassembling and decoding sessions")
+    progress("stage 2/4: reassembling and decoding sessions, staging the tables")
     tagged = flow_pass(packets, state, runner, partitions).persist(StorageLevel.MEMORY_AND_DISK)
     tables = split_tables(tagged, batch_id)
     tables["anomalies"] = tables["anomalies"].unionByName(
@@ -135,34 +147,68 @@ def _run_batch(
     )
     counts = table_counts(tables)
     counts.update(capture_stats(packets))
+    staged = stage_tables(spark, lake, batch_id, tables)
+    timings["compute"] = _lap(mark)
+    report = None
     if config.validate:
+        from pipeline.validation.gate import ValidationFailed, validate_batch
+
+        mark = time.monotonic()
+        progress("stage 3/4: validating")
+        open_sessions = tagged.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
         try:
-            from pipeline.validation.gate import validate_batch
-        except ImportError:  # the gate is optional until its module ships
-            progress("stage 3/4: no validation gate installed; batch not validated")
-        else:
-            progress("stage 3/4: validating")
-            validate_batch(spark, lake, batch_id, tables, counts)
+            report = validate_batch(
+                spark,
+                lake,
+                batch_id,
+                staged.frames,
+                counts,
+                open_sessions=open_sessions.selectExpr("open_session_id AS session_id"),
+            )
+        except ValidationFailed:
+            # Kept aside, not lost: the quarantine holds the tables; the files and the open
+            # connections move on so later batches are not held up by this one.
+            discard_tables(staged)
+            _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
+            raise
+        finally:
+            timings["validate"] = _lap(mark)
+    else:
+        progress("stage 3/4: validation skipped (--no-validate)")
+    mark = time.monotonic()
+    failpoint("run.validated")
     progress("stage 4/4: committing")
-    versions = {}
-    for name, frame in tables.items():
-        schema = schemas.load(name)
-        written = write_table_batch(
-            frame,
-            lake,
-            name,
-            schema=schema.spark_schema(),
-            partition_by=list(schema.partition_by),
-            batch_id=batch_id,
-        )
-        versions[name] = written.version
-    carried.write_carried(tagged.where(f"kind = '{STATE_KIND}'"), lake, batch_id)
-    ledger.record(files, batch_id)
-    carried.advance(lake, batch_id)
-    finish_batch(lake, batch_id)
+    versions = commit_tables(staged)
+    _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
     tagged.unpersist()
     packets.unpersist()
-    return RunResult(batch_id, len(paths), counts, 0.0, versions)
+    timings["commit"] = _lap(mark)
+    result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
+    result.validation = report
+    return result
+
+
+def _finish(
+    lake: Lake,
+    ledger: Ledger,
+    batch_id: str,
+    files: tuple[FileFingerprint, ...],
+    tagged: Any,
+    state_kind: str,
+) -> None:
+    """Carried state, ledger, state pointer, end mark: in this order, so a re-run after a crash
+    anywhere starts from the same state."""
+    carried.write_carried(tagged.where(f"kind = '{state_kind}'"), lake, batch_id)
+    failpoint("run.carried_written")
+    ledger.record(files, batch_id)
+    failpoint("run.ledger_recorded")
+    carried.advance(lake, batch_id)
+    failpoint("run.advanced")
+    finish_batch(lake, batch_id)
+
+
+def _lap(mark: float) -> float:
+    return round(time.monotonic() - mark, 3)
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -194,12 +240,28 @@ def format_summary(result: RunResult, lake: Path) -> str:
             f"  violations {c['violations']}, gap bytes {c['gap_bytes']}, "
             f"anomalies {c['anomalies']}, errors {c['errors']}"
         )
-        by_command = ", ".join(f"{k} {v}" for k, v in sorted(c["frames_by_command"].items()))
+        by_command = ", ".join(f"{k} {v}" for k, v in sorted(_known(c["frames_by_command"])))
         lines.append(f"  frames by command: {by_command}")
+    if result.timings:
+        lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items()))
     for reason, paths in result.skipped_files.items():
         lines.append(f"  skipped ({reason}): {len(paths)} files")
+    report = result.validation
+    if report is not None:
+        lines.append(f"validation: {len(report.outcomes)} expectations passed")
+        if report.docs_index is not None:
+            lines.append(f"data docs: {report.docs_index}")
     lines.append(f"tables: {Path(lake).resolve() / 'tables'}")
     return "\n".join(lines)
+
+
+def _known(by_command: dict[str, int]) -> list[tuple[str, int]]:
+    """Frame counts with commands outside STOMP (raw bytes, for non-STOMP traffic) as "other"."""
+    known: dict[str, int] = {}
+    for command, count in by_command.items():
+        name = command if command in ALL_COMMANDS else "other"
+        known[name] = known.get(name, 0) + count
+    return list(known.items())
 
 
 def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
@@ -210,11 +272,18 @@ def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
     def progress(message: str) -> None:
         print(f"[stomp-lake] {message}", file=sys.stderr, flush=True)
 
+    from pipeline.validation.gate import ValidationFailed
+    from pipeline.validation.quarantine import BatchQuarantined
+
     try:
         result = run(config, progress)
     except LakeBusy as busy:
         print(f"stomp-lake: {busy}", file=sys.stderr)
         return 3
+    except (ValidationFailed, BatchQuarantined) as failed:
+        print(f"stomp-lake: validation failed, nothing committed\n{failed}", file=sys.stderr)
+        print(f"review: stomp-lake quarantine --lake {config.lake}", file=sys.stderr)
+        return 4
     print(format_summary(result, config.lake))
     if demo:
         print(f"query them: .venv/bin/stomp-lake tables --lake {config.lake}")

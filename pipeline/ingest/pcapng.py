@@ -11,14 +11,16 @@ from pipeline.ingest.pcapng_blocks import (
     EPB,
     IDB,
     MAX_BLOCK_LEN,
+    MAX_TS_NS,
     OPB,
     SHB,
     SPB,
-    Interface,
     PcapngBlocks,
 )
 from pipeline.ingest.records import CaptureAnomaly, CaptureStats, TcpPacket
 from pipeline.ingest.types import Buffer
+
+__all__ = ["MAX_TS_NS", "read_pcapng"]
 
 
 def read_pcapng(
@@ -36,7 +38,7 @@ def read_pcapng(
     interfaces = blocks.interfaces
     decoders = [decoder_for(i.linktype) for i in interfaces]
     clocks = [(i.ts_mul, i.ts_div, i.ts_offset_ns) for i in interfaces]
-    last_ts = 0
+    last_ts = blocks.last_ts_ns  # a split starts with the time of the packet before it
     off = start
     while off < end:
         # Fast path: a well-formed enhanced packet block of a known interface.  Whatever it
@@ -53,7 +55,12 @@ def read_pcapng(
                 and u32(buf, off + blen - 4)[0] == blen
             ):
                 mul, div, shift = clocks[iface_id]
-                last_ts = ((ts_hi << 32) | ts_lo) * mul // div + shift
+                ts_ns = ((ts_hi << 32) | ts_lo) * mul // div + shift
+                if not 0 <= ts_ns <= MAX_TS_NS:
+                    yield _bad_timestamp(off, ts_ns, stats)
+                    off += blen
+                    continue
+                last_ts = ts_ns
                 data = off + 28
                 if blen > 32 + ((incl + 3) & ~3):  # options follow the packet data
                     blocks.read_comments(data + ((incl + 3) & ~3), off + blen - 4)
@@ -82,11 +89,14 @@ def read_pcapng(
                 order = blocks.order
                 epb = Struct(order + "7I").unpack_from
                 u32 = Struct(order + "I").unpack_from
-            interfaces = blocks.interfaces
-            decoders = [decoder_for(i.linktype) for i in interfaces]
-            clocks = [(i.ts_mul, i.ts_div, i.ts_offset_ns) for i in interfaces]
+            if blocks.interfaces is not interfaces:  # a new section
+                interfaces = blocks.interfaces
+                decoders, clocks = [], []
+            for iface in interfaces[len(decoders) :]:  # one IDB adds one: no rebuild per IDB
+                decoders.append(decoder_for(iface.linktype))
+                clocks.append((iface.ts_mul, iface.ts_div, iface.ts_offset_ns))
         elif btype in (EPB, OPB):
-            fields = _packet_block(buf, off, blen, btype, order, interfaces)
+            fields = blocks.packet_fields(off, btype, blen)
             if isinstance(fields, CaptureAnomaly):
                 stats.packets += 1
                 stats.skip(fields.kind)
@@ -95,10 +105,14 @@ def read_pcapng(
             else:
                 iface_id, units, incl, orig = fields
                 iface = interfaces[iface_id]
-                last_ts = units * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
-                yield from _slow_packet(
-                    buf, off + 28, incl, orig, last_ts, off, decoders[iface_id], stats
-                )
+                ts_ns = units * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
+                if not 0 <= ts_ns <= MAX_TS_NS:
+                    yield _bad_timestamp(off, ts_ns, stats)
+                else:
+                    last_ts = ts_ns
+                    yield from _slow_packet(
+                        buf, off + 28, incl, orig, last_ts, off, decoders[iface_id], stats
+                    )
         elif btype == SPB:
             if not interfaces:
                 bad = CaptureAnomaly("unknown_interface", off, "simple packet block before any IDB")
@@ -118,23 +132,14 @@ def read_pcapng(
         off = nxt
 
 
-def _packet_block(
-    buf: Buffer, off: int, blen: int, btype: int, order: str, interfaces: list[Interface]
-) -> tuple[int, int, int, int] | CaptureAnomaly:
-    """(interface, timestamp units, captured length, original length) of an EPB / OPB."""
-    if blen < 32:
-        return CaptureAnomaly("bad_block_length", off, f"packet block of {blen} bytes")
-    if btype == EPB:
-        iface_id, ts_hi, ts_lo, incl, orig = Struct(order + "IIIII").unpack_from(buf, off + 8)
-    else:
-        iface_id, _drops, ts_hi, ts_lo, incl, orig = Struct(order + "HHIIII").unpack_from(
-            buf, off + 8
-        )
-    if iface_id >= len(interfaces):
-        return CaptureAnomaly("unknown_interface", off, f"interface {iface_id} not described")
-    if 32 + incl > blen:
-        return CaptureAnomaly("bad_block_length", off, f"captured length {incl} exceeds block")
-    return iface_id, (ts_hi << 32) | ts_lo, incl, orig
+def _bad_timestamp(off: int, ts_ns: int, stats: CaptureStats) -> CaptureAnomaly:
+    """A packet dated before 1970 or past 2262 (int64 ns) has a corrupt timestamp or
+    if_tsoffset: it is reported and skipped, as no table could hold its time."""
+    anomaly = CaptureAnomaly("bad_timestamp", off, f"timestamp {ts_ns} ns is out of range")
+    stats.packets += 1
+    stats.skip(anomaly.kind)
+    stats.note(anomaly)
+    return anomaly
 
 
 def _slow_packet(

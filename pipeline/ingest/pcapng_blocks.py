@@ -23,6 +23,8 @@ OPT_TSRESOL = 9
 OPT_TSOFFSET = 14
 _BOM = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}
 MAX_COMMENTS = 1000
+MAX_INTERFACES = 1 << 16  # per section; OPBs number interfaces with 16 bits, real files far fewer
+MAX_TS_NS = (1 << 63) - 1  # tables hold capture times as int64 nanoseconds since the epoch
 
 
 def is_pcapng_magic(buf: Buffer, size: int) -> bool:
@@ -47,6 +49,7 @@ class PcapngContext:
     byte_order: str
     section_offset: int
     interfaces: tuple[Interface, ...]
+    last_ts_ns: int = 0  # time of the last packet block before: simple packet blocks inherit it
 
 
 def tsresol_factors(value: int) -> tuple[int, int]:
@@ -65,7 +68,16 @@ class PcapngBlocks:
     Holds the section context (byte order, interfaces) and updates it from SHB and IDB blocks.
     """
 
-    __slots__ = ("buf", "size", "order", "section_offset", "interfaces", "head", "comments")
+    __slots__ = (
+        "buf",
+        "size",
+        "order",
+        "section_offset",
+        "interfaces",
+        "head",
+        "comments",
+        "last_ts_ns",
+    )
 
     def __init__(self, buf: Buffer, size: int, context: PcapngContext | None = None) -> None:
         self.buf = buf
@@ -76,13 +88,16 @@ class PcapngBlocks:
         self.set_order(context.byte_order)
         self.section_offset = context.section_offset
         self.interfaces = list(context.interfaces)
+        self.last_ts_ns = context.last_ts_ns
 
     def set_order(self, order: str) -> None:
         self.order = order
         self.head = Struct(order + "II").unpack_from
 
     def context(self) -> PcapngContext:
-        return PcapngContext(self.order, self.section_offset, tuple(self.interfaces))
+        return PcapngContext(
+            self.order, self.section_offset, tuple(self.interfaces), self.last_ts_ns
+        )
 
     def block_len(self, off: int) -> int | None:
         """Length of a well-formed block at off in the current byte order, else None."""
@@ -214,12 +229,47 @@ class PcapngBlocks:
         elif btype == IDB:
             if blen < 20:
                 anomaly = CaptureAnomaly("bad_block_length", off, f"IDB of {blen} bytes")
+            elif len(self.interfaces) >= MAX_INTERFACES:  # memory stays bounded
+                detail = f"section already has {MAX_INTERFACES} interfaces; IDB ignored"
+                anomaly = CaptureAnomaly("too_many_interfaces", off, detail)
             else:
                 iface = self.interface(off, blen)
                 if decoder_for(iface.linktype) is None:
                     detail = f"link type {iface.linktype} on interface {len(self.interfaces) - 1}"
                     anomaly = CaptureAnomaly("unknown_linktype", off, detail)
+        elif btype in (EPB, OPB):
+            ts_ns = self.packet_time(off, btype, blen)
+            if ts_ns is not None:
+                self.last_ts_ns = ts_ns
         return off + blen, anomaly, btype, blen
+
+    def packet_fields(
+        self, off: int, btype: int, blen: int
+    ) -> tuple[int, int, int, int] | CaptureAnomaly:
+        """(interface, timestamp units, captured length, original length) of an EPB / OPB."""
+        if blen < 32:
+            return CaptureAnomaly("bad_block_length", off, f"packet block of {blen} bytes")
+        if btype == EPB:
+            fields = Struct(self.order + "IIIII").unpack_from(self.buf, off + 8)
+            iface_id, ts_hi, ts_lo, incl, orig = fields
+        else:
+            fields = Struct(self.order + "HHIIII").unpack_from(self.buf, off + 8)
+            iface_id, _drops, ts_hi, ts_lo, incl, orig = fields
+        if iface_id >= len(self.interfaces):
+            return CaptureAnomaly("unknown_interface", off, f"interface {iface_id} not described")
+        if 32 + incl > blen:
+            return CaptureAnomaly("bad_block_length", off, f"captured length {incl} exceeds block")
+        return iface_id, (ts_hi << 32) | ts_lo, incl, orig
+
+    def packet_time(self, off: int, btype: int, blen: int) -> int | None:
+        """Capture time of a well-formed EPB / OPB when a table can hold it (what a reader takes
+        as the time of the simple packet blocks after it), else None."""
+        fields = self.packet_fields(off, btype, blen)
+        if isinstance(fields, CaptureAnomaly):
+            return None
+        iface = self.interfaces[fields[0]]
+        ts_ns = fields[1] * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
+        return ts_ns if 0 <= ts_ns <= MAX_TS_NS else None
 
     def offsets(self, start: int) -> Iterator[int]:
         """Offsets of the blocks a reader starting at `start` visits (used for splitting).

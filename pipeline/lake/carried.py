@@ -8,10 +8,11 @@ after a crash starts from the same state as its first attempt.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.lake.layout import Lake, make_private_dir
+from pipeline.lake.layout import SECRET_DIR_MODE, SECRET_FILE_MODE, Lake, make_private_dir
 from pipeline.lake.statefile import read_json, write_json_atomic
 
 if TYPE_CHECKING:
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
 
 def _root(lake: Lake) -> Path:
     lake.ensure()
-    return make_private_dir(lake.state_dir / "connections")
+    root = make_private_dir(lake.state_dir / "connections", SECRET_DIR_MODE)
+    os.chmod(root, SECRET_DIR_MODE)  # lakes made before it was private
+    return root
 
 
 def current_state_batch(lake: Lake) -> str | None:
@@ -44,9 +47,20 @@ def read_carried(spark: SparkSession, lake: Lake) -> DataFrame | None:
 
 
 def write_carried(state_rows: DataFrame, lake: Lake, batch_id: str) -> None:
-    state_rows.select("flow_key", "state").write.mode("overwrite").parquet(
-        str(_root(lake) / batch_id)
-    )
+    folder = _root(lake) / batch_id
+    state_rows.select("flow_key", "state").write.mode("overwrite").parquet(str(folder))
+    _make_secret(folder)
+
+
+def _make_secret(folder: Path) -> None:
+    """Spark's writer creates files with the JVM's umask (0644 as a rule): the state holds raw
+    bytes of frames in progress and the passcodes seen on open connections, so 0700/0600."""
+    os.chmod(folder, SECRET_DIR_MODE)
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(parent, name), SECRET_DIR_MODE)
+        for name in files:
+            os.chmod(os.path.join(parent, name), SECRET_FILE_MODE)
 
 
 def advance(lake: Lake, batch_id: str) -> None:

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import DataFile, app_id_for, batch_committed, commit_files, open_table
+from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import (
     FileChangedWhileReading,
     FileFingerprint,
@@ -147,9 +148,11 @@ class Ledger:
             },
             schema=LEDGER_SCHEMA,
         )
+        placed = self._write_file(rows, seq)
+        failpoint("ledger.placed")
         return commit_files(
             self.path,
-            [self._write_file(rows, seq)],
+            [placed],
             schema=LEDGER_SCHEMA,
             partition_by=[],
             app_id=app_id,

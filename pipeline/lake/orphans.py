@@ -9,6 +9,7 @@ can be writing and everything unreferenced goes at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -19,7 +20,7 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 
 from pipeline.lake.commit import open_table
-from pipeline.lake.layout import DELTA_LOG, LEDGER, STAGING, Lake
+from pipeline.lake.layout import DELTA_LOG, LEDGER, STAGING, Lake, validate_table_name
 from pipeline.lake.lock import holds_lake_lock
 from pipeline.lake.staging import active_staging
 
@@ -64,8 +65,21 @@ def cleanup_orphans(lake: Lake, table: str, *, min_age_seconds: float | None = N
 
 def cleanup_lake(lake: Lake, *, min_age_seconds: float | None = None) -> dict[str, int]:
     """`cleanup_orphans` over every table and the ledger: what a run does first, under the lock."""
-    names = [*lake.table_names(), LEDGER]
+    names = [*table_folders(lake), LEDGER]
     return {name: cleanup_orphans(lake, name, min_age_seconds=min_age_seconds) for name in names}
+
+
+def table_folders(lake: Lake) -> list[str]:
+    """Every table folder, with or without a Delta log: a run killed before a table's first
+    commit leaves staged and placed files in a folder that has no log yet."""
+    if not lake.tables_dir.is_dir():
+        return []
+    names = []
+    for entry in sorted(lake.tables_dir.iterdir()):
+        if entry.is_dir():
+            with contextlib.suppress(ValueError):
+                names.append(validate_table_name(entry.name))
+    return names
 
 
 def referenced_paths(table_path: Path) -> set[str]:

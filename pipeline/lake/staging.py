@@ -22,6 +22,7 @@ from deltalake import Schema as DeltaSchema
 
 from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import DataFile, check_fits, open_table
+from pipeline.lake.failpoints import failpoint
 from pipeline.lake.layout import FILE_MODE, STAGING, Lake, make_private_dir
 from pipeline.lake.statefile import write_json_atomic
 from pipeline.lake.stats import file_stats
@@ -137,6 +138,7 @@ def stage_batch(
         .partitionBy(*partition_by)
         .parquet(str(output))
     )
+    failpoint("lake.staged")
     files = [
         placed
         for parquet in sorted(output.rglob("*.parquet"))

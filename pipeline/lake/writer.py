@@ -23,6 +23,7 @@ from pipeline.lake.commit import (
     commit_files,
     open_table,
 )
+from pipeline.lake.failpoints import failpoint
 from pipeline.lake.layout import Lake
 from pipeline.lake.staging import (
     StagedBatch,
@@ -102,6 +103,7 @@ def commit_staged(staged: StagedBatch) -> WriteResult:
         return WriteResult(
             staged.table, staged.batch_id, existing.version(), 0, 0, 0, True, "delta-rs"
         )
+    failpoint("lake.placed")
     try:
         version = commit_files(
             staged.table_path,
@@ -115,6 +117,7 @@ def commit_staged(staged: StagedBatch) -> WriteResult:
     except SchemaMismatch:
         discard_staged(staged)  # refused before anything was committed
         raise
+    failpoint("lake.committed")
     release_staging(staged)
     return WriteResult(
         table=staged.table,

@@ -18,10 +18,14 @@ Rules:
 - Out-of-order bytes wait in a buffer of at most max_pending_bytes; beyond that the earliest
   hole is declared a Gap and delivery goes on.  flush() declares all remaining holes, and the
   hole up to a captured FIN.
+- A FIN that arrives while bytes before it are missing declares those holes at once: the peer
+  had them (it accepted the FIN), so only the capture lost them, and the bytes between the holes
+  and the FIN are delivered before the caller acts on the close.
 """
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -107,7 +111,9 @@ class StreamReassembler:
         self._starts: list[int] = []  # absolute starts of buffered out-of-order pieces
         self._segments: list[tuple[int, bytes, int]] = []  # (start, bytes, ts_ns), disjoint
         self._pending_bytes = 0
-        self._holes: list[tuple[int, int]] = []  # [start, end) known missing (snaplen cuts)
+        # [start, end) known missing (snaplen cuts), a heap: a lost segment ahead of many cut
+        # ones leaves a hole per packet waiting, so keeping a sorted list would be quadratic
+        self._holes: list[tuple[int, int]] = []
         self._history = bytearray()  # last delivered bytes, ending at _next
         self._history_start = self._next
         self._fin: int | None = None
@@ -163,14 +169,17 @@ class StreamReassembler:
         if flags & FIN and self._fin is None:
             self._fin = start + size + missing
         if size + missing == 0:
-            return []
+            events: list[StreamEvent] = []
+            if flags & FIN and self._next < self._fin:  # type: ignore[operator]
+                self._close_holes(events)
+            return events
         if size <= 1 and missing == 0 and start == self._high - 1:
             # Keep-alive / probe: re-sends the last byte seen (with any content), or nothing.
             self.stats.probes_ignored += 1
             return []
         if start + size + missing > self._high:
             self._high = start + size + missing
-        events: list[StreamEvent] = []
+        events = []
         if missing:
             self._add_hole(start + size, start + size + missing)
         if start < self._origin:
@@ -192,6 +201,8 @@ class StreamReassembler:
         while self._pending_bytes > self.max_pending_bytes:
             self._skip_first_hole(events)
             self._drain(events)
+        if flags & FIN and self._next < self._fin:  # type: ignore[operator]
+            self._close_holes(events)
         return events
 
     def flush(self) -> list[StreamEvent]:
@@ -294,8 +305,7 @@ class StreamReassembler:
 
     def _add_hole(self, start: int, end: int) -> None:
         if end > self._next:
-            self._holes.append((max(start, self._next), end))
-            self._holes.sort()
+            heapq.heappush(self._holes, (max(start, self._next), end))
 
     def _drain(self, events: list[StreamEvent]) -> None:
         """Deliver buffered pieces (and known holes) that the stream has reached."""
@@ -313,19 +323,29 @@ class StreamReassembler:
                 if data:
                     self._deliver(self._next, data, ts_ns, events)
             elif holes and holes[0][0] <= self._next:
-                hole_start, hole_end = holes.pop(0)
+                hole_start, hole_end = heapq.heappop(holes)
                 if hole_end > self._next:
                     following = taken < len(starts)
                     stop = min(hole_end, starts[taken]) if following else hole_end
                     ts_ns = segments[taken][2] if following else self._last_ts
                     self._gap(stop - self._next, ts_ns, events)
                     if stop < hole_end:
-                        holes.insert(0, (stop, hole_end))
+                        heapq.heappush(holes, (stop, hole_end))
             else:
                 break
         if taken:
             del starts[:taken]
             del segments[:taken]
+
+    def _close_holes(self, events: list[StreamEvent]) -> None:
+        """The sender's FIN arrived with bytes before it still missing: the capture lost them
+        (the peer had them to accept the FIN). Declare them now, so the bytes that follow are
+        delivered before the close rather than after it."""
+        while self._starts and self._starts[0] < self._fin:  # type: ignore[operator]
+            self._skip_first_hole(events)
+            self._drain(events)
+        if self._next < self._fin:  # type: ignore[operator]
+            self._gap(self._fin - self._next, self._last_ts, events)  # type: ignore[operator]
 
     def _skip_first_hole(self, events: list[StreamEvent]) -> None:
         first_start, _data, ts_ns = self._segments[0]

@@ -46,7 +46,7 @@ from pipeline.session.privacy import (
 from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
 from pipeline.session.rows import Row, frame_row, heartbeat_row
 from pipeline.session.streams import DirectionStream, Stamp, make_chunk, make_stamp
-from pipeline.stomp import NEED_DATA, Event, Frame, HeartBeat
+from pipeline.stomp import ALL_COMMANDS, NEED_DATA, Event, Frame, HeartBeat
 
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
 
@@ -117,7 +117,7 @@ class SessionModel:
         if stream.decoder is None:
             self._start(stream, offset, resync=self._mid_stream or offset != 0)
         elif offset != stream.next_offset:
-            data, offset = self._align(stream, ts_ns, offset, data)
+            data, offset = self._align(stream, ts_ns, offset, data, source)
             if not data:
                 return
         chunk = make_chunk(offset, offset + len(data), ts_ns, source)
@@ -128,9 +128,17 @@ class SessionModel:
         stream.decoder.feed(data)  # type: ignore[union-attr]
         self._process(stream)
 
-    def on_gap(self, direction: str, ts_ns: int, offset: int, size: int) -> None:
+    def on_gap(
+        self,
+        direction: str,
+        ts_ns: int,
+        offset: int,
+        size: int,
+        source: tuple[str, int] | None = None,
+    ) -> None:
+        """``source``: (file, record offset) of the packet that revealed the hole, if any."""
         stream = self._streams[direction]
-        at = self._touch(ts_ns)
+        at = self._touch(ts_ns, source, offset)
         if self._finished or size <= 0:
             return
         if stream.decoder is None:
@@ -150,8 +158,15 @@ class SessionModel:
         self._out.anomaly("tcp", "gap", direction, at, offset, f"{size} bytes missing from capture")
         self._process(stream)
 
-    def on_conflict(self, direction: str, ts_ns: int, offset: int, size: int) -> None:
-        at = self._touch(ts_ns)
+    def on_conflict(
+        self,
+        direction: str,
+        ts_ns: int,
+        offset: int,
+        size: int,
+        source: tuple[str, int] | None = None,
+    ) -> None:
+        at = self._touch(ts_ns, source, offset)
         self._out.counts["conflict_bytes"] += size
         detail = f"retransmission of {size} bytes differs from the data already seen"
         self._out.anomaly("tcp", "conflict", direction, at, offset, detail)
@@ -184,24 +199,33 @@ class SessionModel:
     def _start(self, stream: DirectionStream, offset: int, *, resync: bool) -> None:
         stream.start(offset, self._codec_version, lenient=self.options.lenient, resync=resync)
 
-    def _touch(self, ts_ns: int) -> Stamp:
-        at = make_stamp(ts_ns)
+    def _touch(
+        self, ts_ns: int, source: tuple[str, int] | None = None, offset: int = 0
+    ) -> Stamp:
+        """The stamp of an input; one that knows its packet gives anomalies a file position."""
+        at = make_stamp(ts_ns) if source is None else make_chunk(offset, offset, ts_ns, source)
         if self._first is None:
             self._first = at
         self._out.last = at
         return at
 
     def _align(
-        self, stream: DirectionStream, ts_ns: int, offset: int, data: bytes
+        self,
+        stream: DirectionStream,
+        ts_ns: int,
+        offset: int,
+        data: bytes,
+        source: tuple[str, int] | None,
     ) -> tuple[bytes, int]:
         """Data that does not start where the stream stands: after a hole, or partly seen."""
         expected = stream.next_offset
         if offset > expected:
-            self.on_gap(stream.direction, ts_ns, expected, offset - expected)
+            self.on_gap(stream.direction, ts_ns, expected, offset - expected, source)
             return data, offset
         overlap = expected - offset
         detail = f"{min(overlap, len(data))} bytes delivered twice were skipped"
-        self._out.anomaly("tcp", "overlap", stream.direction, make_stamp(ts_ns), offset, detail)
+        at = make_chunk(offset, offset, ts_ns, source) if source else make_stamp(ts_ns)
+        self._out.anomaly("tcp", "overlap", stream.direction, at, offset, detail)
         return data[overlap:], expected
 
     def _end_stream(self, stream: DirectionStream) -> None:
@@ -265,12 +289,15 @@ class SessionModel:
         direction = stream.direction
         header_list = frame.header_list
         headers = frame.headers
-        if command in CONNECT_COMMANDS or "passcode" in headers:
+        if command in CONNECT_COMMANDS or any(name.lower() == "passcode" for name in headers):
             header_list, secrets = protect_headers(header_list, self.options.login_hash_key)
             headers = first_values(header_list)
             if secrets:
                 out.add_secrets(secrets)
         body = body_fields(frame.body, self.options)
+        stored_command = command
+        if command not in ALL_COMMANDS:  # broken framing can make a header line the command
+            stored_command = scrub(command, out.secrets)
         if command == "ERROR" and out.secrets:  # brokers may echo a rejected login
             header_list = [(name, scrub(value, out.secrets)) for name, value in header_list]
             headers = first_values(header_list)
@@ -284,7 +311,7 @@ class SessionModel:
             self.session_id,
             direction,
             index,
-            command,
+            stored_command,
             headers,
             header_list,
             frame.content_length,

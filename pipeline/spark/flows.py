@@ -35,6 +35,8 @@ def output_schema() -> pa.Schema:
     fields = [pa.field("kind", pa.string()), pa.field("flow_key", pa.string())]
     fields += [pa.field(table, row_struct(table)) for table in schemas.TABLES]
     fields += [pa.field("state", pa.binary()), pa.field("counters", pa.string())]
+    # on a state row: the session still open, whose rows may precede its `sessions` row
+    fields += [pa.field("open_session_id", pa.string())]
     return pa.schema(fields)
 
 
@@ -52,6 +54,8 @@ def _to_batch(
             arrays.append(pa.array(rows, field.type))
         elif field.name == "state" and kind == STATE_KIND:
             arrays.append(pa.array([r["state"] for r in rows], pa.binary()))
+        elif field.name == "open_session_id" and kind == STATE_KIND:
+            arrays.append(pa.array([r["session_id"] for r in rows], pa.string()))
         elif field.name == "counters" and kind == COUNTERS_KIND:
             arrays.append(pa.array([r["counters"] for r in rows], pa.string()))
         else:

@@ -315,8 +315,13 @@ class Decoder:
             self._line_start = nl + 1
         lf = pos + nl
         scan = pos + max(self._scan, nl)
-        head_end, body_start = _find_blank_line(buf, scan, end)
-        nul = buf.find(b"\x00", scan, end if head_end < 0 else head_end)
+        # The blank line is looked for only up to the first NUL, which ends the frame early if
+        # it comes first: walking every LF to the end of the buffer made a buffer of many
+        # short NUL-ended frames without blank lines quadratic.
+        nul = buf.find(b"\x00", scan, end)
+        head_end, body_start = _find_blank_line(buf, scan, end if nul < 0 else nul)
+        if head_end >= 0:
+            nul = -1
         if nul >= 0:
             return self._check_header_lines(nul, complete=False) or self._frame_ended_early(nul)
         if head_end < 0:

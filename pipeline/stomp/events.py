@@ -129,7 +129,10 @@ class Frame:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        shown = [(name, "***" if name == "passcode" else value) for name, value in self.header_list]
+        shown = [
+            (name, "***" if name.lower() == "passcode" else value)
+            for name, value in self.header_list
+        ]
         return (
             f"Frame(command={self.command!r}, header_list={shown!r}, "
             f"body={self.body!r}, start={self.start}, end={self.end}, "

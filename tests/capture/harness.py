@@ -89,10 +89,15 @@ async def proxied(
     listen: HostPort = LOOPBACK_ANY_PORT,
     client_tls: ClientTls | None = None,
     upstream_tls: UpstreamTls | None = None,
+    writer: CaptureWriter | None = None,
 ) -> AsyncIterator[Proxied]:
+    """A proxy capturing to ``out`` (or through ``writer``, a writer of the caller's)."""
     listener = ListenerConfig(listen, upstream, client_tls, upstream_tls)
+    if writer is not None:
+        out = writer.out_dir
     config = ProxyConfig(listeners=(listener,), out_dir=out, connect_timeout=5)
-    writer = CaptureWriter(out) if out is not None else None
+    if writer is None and out is not None:
+        writer = CaptureWriter(out)
     if writer is not None:
         writer.start()
     proxy = CaptureProxy(config, writer)

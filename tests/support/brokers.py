@@ -64,7 +64,8 @@ ACTIVEMQ_XML = """\
       </simpleAuthenticationPlugin>
     </plugins>
     <transportConnectors>
-      <transportConnector name="stomp" uri="stomp://{host}:{port}"/>
+      <!-- tests/capture/test_load.py holds 1,000 connections open at once -->
+      <transportConnector name="stomp" uri="stomp://{host}:{port}?maximumConnections=10000"/>
     </transportConnectors>
   </broker>
 </beans>

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,58 @@ def test_obsolete_packet_blocks(tmp_path: Path) -> None:
     packets, anomalies, _ = read(path)
     assert anomalies == []
     assert [p.ts_ns for p in packets] == [p.ts_ns for p in capture.packets]
+
+
+@pytest.mark.parametrize("block_type", [6, 2], ids=["enhanced", "obsolete"])
+def test_a_time_no_int64_nanosecond_column_can_hold_is_reported_and_skipped(
+    tmp_path: Path, block_type: int
+) -> None:
+    capture = synthetic(1)
+    data = bytearray(g.pcapng_bytes(capture.packets))
+    blocks = packet_blocks(bytes(data))
+    for off in blocks:
+        struct.pack_into("<I", data, off, block_type)
+    struct.pack_into("<I", data, blocks[2] + 12, 0xFFFFFFFF)  # microseconds: ~584,000 years
+    path = tmp_path / "far-future.pcapng"
+    path.write_bytes(bytes(data))
+    packets, anomalies, reader = read(path)
+    assert [(a.kind, a.offset) for a in anomalies] == [("bad_timestamp", blocks[2])]
+    assert len(packets) == len(capture.packets) - 1
+    assert all(0 <= p.ts_ns < 2**63 for p in packets)
+    assert reader.stats.packets == len(capture.packets)
+    assert reader.stats.non_tcp_packets == {"bad_timestamp": 1}
+
+
+def test_a_negative_interface_offset_is_a_bad_timestamp(tmp_path: Path) -> None:
+    capture = synthetic(1)
+    data = g.pcapng_bytes(capture.packets, interfaces=[g.NgInterface(tsoffset_s=1)])
+    option = struct.pack("<HHq", 14, 8, 1)  # if_tsoffset: 1 s
+    assert data.count(option) == 1
+    data = data.replace(option, struct.pack("<HHq", 14, 8, -2_000_000_000))  # before 1970
+    path = tmp_path / "before-1970.pcapng"
+    path.write_bytes(data)
+    packets, anomalies, _ = read(path)
+    assert packets == []
+    assert {a.kind for a in anomalies} == {"bad_timestamp"}
+    assert len(anomalies) == len(capture.packets)
+
+
+def test_interfaces_per_section_are_capped_and_cost_linear_time(tmp_path: Path) -> None:
+    # Every interface description used to rebuild the reader's per-interface tables, and any
+    # number of them was kept: a file of IDBs cost quadratic time and unbounded memory.
+    from pipeline.ingest.pcapng_blocks import MAX_INTERFACES
+
+    capture = synthetic(1)
+    data = g.pcapng_bytes(capture.packets)
+    idb = struct.pack("<IIHHII", 1, 20, 1, 0, 0, 20)  # Ethernet, no options
+    first_epb = packet_blocks(data)[0]
+    extra = 2_000
+    flooded = data[:first_epb] + idb * (MAX_INTERFACES + extra) + data[first_epb:]
+    path = tmp_path / "idb-flood.pcapng"
+    path.write_bytes(flooded)
+    started = time.monotonic()
+    packets, anomalies, _ = read(path)
+    assert time.monotonic() - started < 20
+    assert len(packets) == len(capture.packets)
+    assert {a.kind for a in anomalies} == {"too_many_interfaces"}
+    assert len(anomalies) == extra + 1  # the generated file's own IDB counts too

@@ -104,6 +104,25 @@ def test_split_of_a_corrupt_multi_section_pcapng_agrees(tmp_path: Path) -> None:
         assert_same_as_whole(path, target, 3)
 
 
+def test_simple_packet_blocks_at_a_split_start_keep_the_time_before_them(tmp_path: Path) -> None:
+    # A simple packet block has no timestamp: it takes the previous packet's. A split starting
+    # at one used to give it time 0 (1970), where reading the whole file gave the real time.
+    packets = capture().packets
+    half = len(packets) // 2
+    timed = g.pcapng_bytes(packets[:half], interfaces=[g.NgInterface(tsresol=9)])
+    simple = g.pcapng_bytes(packets[half:], simple=True)
+    simple_blocks = block_offsets(simple, "<")[2:]  # without its own SHB and IDB
+    path = tmp_path / "mixed.pcapng"
+    path.write_bytes(timed + simple[simple_blocks[0] :])
+    items, _ = whole(path)
+    last_timed = packets[half - 1].ts_ns
+    assert {i.ts_ns for i in items[-5:]} == {last_timed}
+    for target in (2_000, 9_000, 21_000):
+        assert_same_as_whole(path, target, 2)
+    splits = split_capture(str(path), 2_000)
+    assert any(s.context and s.context.last_ts_ns == last_timed for s in splits)
+
+
 def test_pcapng_split_contexts_carry_interfaces(tmp_path: Path) -> None:
     interfaces = [g.NgInterface(tsresol=6), g.NgInterface(g.LINKTYPE_LINUX_SLL2, tsresol=9)]
     path = g.write_pcapng(tmp_path / "c.pcapng", capture().packets, interfaces=interfaces)

@@ -101,5 +101,20 @@ def test_cleanup_lake_covers_every_table_and_the_ledger(lake: Lake) -> None:
     assert not stray.exists()
 
 
+def test_cleanup_lake_covers_tables_never_committed(lake: Lake) -> None:
+    """A run killed before a table's first commit leaves files in a folder with no log."""
+    path = lake.table_path("never")
+    placed = path / "date=2026-11-22" / "part-0.parquet"
+    staged = path / "_staging" / "B1.abc" / "parquet" / "date=2026-11-22" / "part-0.parquet"
+    for parquet in (placed, staged):
+        parquet.parent.mkdir(parents=True)
+        pq.write_table(pa.table({"n": [1]}), parquet)
+    leftovers = [placed, staged]
+    assert lake.table_names() == []
+    with lake_lock(lake):
+        assert cleanup_lake(lake) == {"never": 2, LEDGER: 0}
+    assert not any(p.exists() for p in leftovers)
+
+
 def test_missing_table_is_nothing_to_do(lake: Lake) -> None:
     assert cleanup_orphans(lake, "absent", min_age_seconds=0) == 0

@@ -414,3 +414,42 @@ def test_real_broker_session(kind: str, request: pytest.FixtureRequest) -> None:
     trailers = _trailer_offsets(events, "s2c")
     assert trailers, "brokers end frames with NUL + LF"
     assert not trailers & {b["stream_offset"] for b in only(beats, direction="s2c")}
+
+
+def test_a_passcode_line_read_as_a_command_is_masked() -> None:
+    # A NUL inside the CONNECT's header block ends that frame early; the passcode line after it
+    # is then read as the command line of an unknown frame.
+    c = Conversation()
+    c.data("c2s", 0, b"CONNECT\naccept-version:1.2\nlogin:alice\n\x00passcode:hunter22\n\n\x00")
+    rows = c.finish(5, "capture_end")
+    commands = [f["command"] for f in rows["frames"]]
+    assert commands == ["CONNECT", "passcode:***"]
+    assert not any("hunter22" in a["detail"] for a in rows["anomalies"])
+    assert {"unknown_command", "missing_blank_line"} <= {a["kind"] for a in rows["anomalies"]}
+
+
+def test_gaps_and_conflicts_name_the_packet_that_revealed_them() -> None:
+    model = SessionModel("s1", CLIENT, SERVER)
+    frame = encode_frame("SEND", [("destination", "/q")], b"x")
+    model.on_data("c2s", T0, 0, frame, ("a.pcap", 24))
+    model.on_gap("c2s", T0 + MS, len(frame), 10, ("a.pcap", 300))
+    model.on_conflict("c2s", T0 + 2 * MS, 0, 2, ("b.pcap", 96))
+    model.on_gap("s2c", T0 + 3 * MS, 0, 5)  # from the end of the input: no packet
+    model.finish(T0 + 4 * MS)
+    rows = model.drain()["anomalies"]
+    located = [(r["kind"], r["file"], r["file_offset"]) for r in rows]
+    assert located == [
+        ("gap", "a.pcap", 300),
+        ("conflict", "b.pcap", 96),
+        ("gap", None, None),
+    ]
+
+
+def test_a_passcode_header_in_any_case_on_any_frame_is_masked() -> None:
+    c = Conversation()
+    c.handshake()
+    c.client(5, "SEND", [("destination", "/q"), ("Passcode", "leaked-1234")], b"x")
+    rows = c.finish(9, "capture_end")
+    (send,) = [f for f in rows["frames"] if f["command"] == "SEND"]
+    assert ("Passcode", "***") in send["header_list"]
+    assert "leaked-1234" not in repr(rows)

@@ -5,6 +5,7 @@ violation and decoding continues."""
 from __future__ import annotations
 
 import pickle
+import time
 
 import pytest
 
@@ -504,3 +505,14 @@ def test_each_malformed_case_gives_its_violation_and_decoding_goes_on(kind: str)
     assert kind in kinds(events)
     last = events[-1]
     assert isinstance(last, Frame) and (last.command, last.end) == ("ACK", len(wire) + 1 + len(ACK))
+
+
+def test_many_frames_ended_by_nul_before_any_blank_line_decode_in_linear_time() -> None:
+    # Each frame's head used to be searched for a blank line up to the end of the buffer before
+    # its NUL was considered: a buffer of such frames took time quadratic in its size.
+    wire = b"SEND\na:b\n\x00" * 10_000
+    started = time.monotonic()
+    events = decode(wire, "1.2")
+    assert time.monotonic() - started < 5  # well under 1 s; about a minute when quadratic
+    assert len(frames(events)) == 10_000
+    assert all([v.kind for v in f.violations] == ["missing_blank_line"] for f in frames(events))

@@ -48,6 +48,11 @@ def test_repr_hides_the_passcode() -> None:
     assert "bob" in repr(frame)
 
 
+def test_repr_hides_a_passcode_whatever_the_case_of_its_name() -> None:
+    frame = Frame("SEND", [("Passcode", "s3cret"), ("PASSCODE", "t0p")])
+    assert "s3cret" not in repr(frame) and "t0p" not in repr(frame)
+
+
 def test_heartbeat_factory_builds_real_heartbeats() -> None:
     assert heartbeat(7, 2) == HeartBeat(offset=7, length=2)
     assert hash(heartbeat(7)) == hash(HeartBeat(7))

@@ -1,0 +1,293 @@
+"""Reading and reassembling a ~200 MB rotated capture: the job's first two phases against tshark
+and tcpflow over the same files, with wall time and peak memory of each one's process tree.
+
+Run from the repository root:  .venv/bin/python -m benchmarks.bench_ingest [--mb 200] [--out DIR]
+Writes DIR/ingest.md and DIR/ingest.json (DIR defaults to benchmarks/results). The capture is
+generated once by benchmarks/traffic.py under work/bench/ (gitignored) and reused.
+
+Cases, each a child process whose whole tree is sampled (benchmarks/measure.py):
+- ours: a local[*] SparkSession runs `packets_frame` (persisted, counted) then `flow_pass`
+  (connection tracking, TCP reassembly, STOMP decoding and the session model; every output row
+  counted by kind), as `stomp-lake run` does before its tables; Spark start-up is timed apart.
+- tshark conv,tcp: `tshark -q -z conv,tcp -r FILE` for each file (tshark reads one file at a
+  time), one process at a time and CPU-count processes at a time. It dissects every packet and
+  tracks TCP conversations; it neither reassembles streams nor decodes STOMP.
+- tcpflow: `tcpflow -r F1 -r F2 ... -o DIR`, one process: every flow reassembled and written to
+  a file per direction (on the same disk; its output is removed afterwards).
+Rounds run every case once, in turn, so load from others on the shared machine hits all alike;
+the figures are each case's fastest round, and the ratios are taken within rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.measure import Measured, machine, run_measured
+from benchmarks.traffic import GeneratedCapture, TrafficSpec, generate_files
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "benchmarks" / "results"
+DEFAULT_DATA = REPO / "work" / "bench"
+CHILD_FLAG = "--child-ours"
+
+
+# --- the child: our phases in one process -------------------------------------------------------
+
+
+def ours_child(paths: list[str]) -> dict[str, object]:
+    started = time.perf_counter()
+    from pyspark import StorageLevel
+
+    from pipeline.flows import RunnerConfig
+    from pipeline.spark.captures import packets_frame
+    from pipeline.spark.flows import flow_pass
+    from pipeline.spark.session import build_spark
+
+    spark = build_spark("local[*]", app_name="bench-ingest")
+    timings = {"spark_start": time.perf_counter() - started}
+    mark = time.perf_counter()
+    packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
+    rows = {r["record_type"]: r["count"] for r in packets.groupBy("record_type").count().collect()}
+    timings["packets_frame"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    partitions = max(2, spark.sparkContext.defaultParallelism * 2)
+    config = RunnerConfig(tuple(paths), close_open=True)
+    tagged = flow_pass(packets, None, config, partitions)
+    kinds = {r["kind"]: r["count"] for r in tagged.groupBy("kind").count().collect()}
+    timings["flow_pass"] = time.perf_counter() - mark
+    spark.stop()
+    return {"timings": timings, "packet_rows": rows, "output_rows": kinds}
+
+
+# --- the parent ---------------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("STOMP_LAKE_WORK", str(DEFAULT_DATA / "spark-work"))
+    return env
+
+
+def run_ours(paths: list[Path]) -> tuple[Measured, dict]:
+    command = [sys.executable, "-m", "benchmarks.bench_ingest", CHILD_FLAG, *map(str, paths)]
+    measured = run_measured(command, cwd=REPO, env=_env())
+    if measured.returncode != 0:
+        raise RuntimeError(f"our phases failed:\n{measured.stderr[-4000:]}")
+    return measured, json.loads(measured.stdout.strip().splitlines()[-1])
+
+
+def run_tshark(paths: list[Path], parallel: int) -> Measured:
+    script = 'printf "%s\\0" "$@" | xargs -0 -P "$P" -I{} tshark -n -q -z conv,tcp -r {}'
+    command = ["sh", "-c", script, "tshark-conv", *map(str, paths)]
+    measured = run_measured(command, env={**os.environ, "P": str(parallel)})
+    if measured.returncode != 0:
+        raise RuntimeError(f"tshark failed:\n{measured.stderr[-2000:]}")
+    return measured
+
+
+def run_tcpflow(paths: list[Path], out: Path) -> tuple[Measured, int]:
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    command = ["tcpflow", *[arg for p in paths for arg in ("-r", str(p))], "-o", str(out)]
+    measured = run_measured(command)
+    written = sum(f.stat().st_size for f in out.iterdir() if f.name != "report.xml")
+    shutil.rmtree(out, ignore_errors=True)
+    if measured.returncode != 0:
+        raise RuntimeError(f"tcpflow failed:\n{measured.stderr[-2000:]}")
+    return measured, written
+
+
+def generate(args: argparse.Namespace) -> GeneratedCapture:
+    spec = TrafficSpec(
+        total_bytes=int(args.mb * 1e6),
+        connections=args.connections,
+        concurrent=min(args.connections, 60),
+        files=args.files,
+    )
+    return generate_files(spec, args.data / f"ingest-{args.mb:g}mb")
+
+
+def run(args: argparse.Namespace) -> dict[str, object]:
+    capture = generate(args)
+    paths = capture.paths
+    before = machine()
+    cpus = os.cpu_count() or 1
+    cases = {
+        "ours (packets_frame + flow_pass, local[*])": lambda: run_ours(paths),
+        "tshark -z conv,tcp, 1 process": lambda: (run_tshark(paths, 1), {}),
+        f"tshark -z conv,tcp, {cpus} processes": lambda: (run_tshark(paths, cpus), {}),
+        "tcpflow, 1 process": lambda: _tcpflow_case(paths, args.data / "tcpflow-out"),
+    }
+    rounds: dict[str, list[tuple[Measured, dict]]] = {name: [] for name in cases}
+    for _ in range(args.repeat):
+        for name, case in cases.items():
+            rounds[name].append(case())
+    after = machine()
+    return report(capture, rounds, before, after)
+
+
+def _tcpflow_case(paths: list[Path], out: Path) -> tuple[Measured, dict]:
+    measured, written = run_tcpflow(paths, out)
+    return measured, {"bytes_written": written}
+
+
+def report(
+    capture: GeneratedCapture,
+    rounds: dict[str, list[tuple[Measured, dict]]],
+    before: dict,
+    after: dict,
+) -> dict[str, object]:
+    size = capture.file_bytes
+    ours_name = next(iter(rounds))
+    rows = {}
+    for name, runs in rounds.items():
+        best, extra = min(runs, key=lambda run: run[0].seconds)
+        row: dict[str, object] = {
+            **best.figures(),
+            "mb_per_s": round(size / best.seconds / 1e6, 1),
+            "runs_seconds": [run.seconds for run, _ in runs],
+            "peak_pss_mb_max": max(run.peak_pss_mb for run, _ in runs),
+        }
+        if extra:
+            row.update({k: v for k, v in extra.items() if k != "timings"})
+        if "timings" in extra:
+            row["timings"] = {k: round(v, 2) for k, v in extra["timings"].items()}
+            work = best.seconds - extra["timings"]["spark_start"]
+            row["seconds_without_spark_start"] = round(work, 3)
+            row["mb_per_s_without_spark_start"] = round(size / work / 1e6, 1)
+        rows[name] = row
+    ratios = {  # the other case's time / ours, per round (>1: ours is faster)
+        name: round(
+            statistics.median(
+                other.seconds / ours.seconds
+                for (other, _), (ours, _) in zip(runs, rounds[ours_name], strict=True)
+            ),
+            2,
+        )
+        for name, runs in rounds.items()
+        if name != ours_name
+    }
+    result = {
+        "capture": {
+            "files": len(capture.paths),
+            "file_bytes": size,
+            "stomp_bytes": capture.stomp_bytes,
+            "packets": capture.packets,
+            "connections": capture.connections,
+            "frames": sum(capture.frames.values()),
+            "heartbeats": capture.heartbeats,
+            "generated_in_s": capture.seconds,
+        },
+        "repeat": len(rounds[ours_name]),
+        "machine_before": before,
+        "machine_after": after,
+        "rows": rows,
+        "time_ratio_to_ours": ratios,
+        "check": _check(capture, rows[ours_name]),
+    }
+    return result
+
+
+def _check(capture: GeneratedCapture, ours: dict) -> dict[str, object]:
+    """Did our phases see every packet and decode every frame the generator wrote?"""
+    packets = ours.get("packet_rows", {}).get("packet", 0)
+    frames = ours.get("output_rows", {}).get("frames", 0)
+    sessions = ours.get("output_rows", {}).get("sessions", 0)
+    expected_frames = sum(capture.frames.values())
+    return {
+        "packets_read": packets,
+        "packets_written": capture.packets,
+        "frames_decoded": frames,
+        "frames_written": expected_frames,
+        "sessions": sessions,
+        "connections_written": capture.connections,
+        "all_seen": packets == capture.packets
+        and frames == expected_frames
+        and sessions == capture.connections,
+    }
+
+
+def markdown(result: dict) -> str:
+    cap = result["capture"]
+    before, after = result["machine_before"], result["machine_after"]
+    lines = [
+        "# Ingest and reassembly: the job's phases vs tshark and tcpflow",
+        "",
+        f"{cap['file_bytes'] / 1e6:.0f} MB in {cap['files']} rotated pcapng files "
+        f"(benchmarks/traffic.py: {cap['connections']} broker-like STOMP connections, "
+        f"{cap['packets']} packets, 1460-byte segments, {cap['frames']} frames and "
+        f"{cap['heartbeats']} heart-beats). Fastest of {result['repeat']} rounds; "
+        f"{before['cpu_count']} CPUs shared with other work: 1-minute load average "
+        f"{before['load_average_1min']} before, {after['load_average_1min']} after "
+        "(absolute figures move with it; the ratios, taken within rounds, much less). "
+        "Peak memory: the whole process tree (driver, JVM, Python workers), sampled every 0.1 s; "
+        "PSS counts pages shared by forked workers once.",
+        "",
+        "| case | seconds | MB/s | peak RSS MB | peak PSS MB | processes | runs (s) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for name, row in result["rows"].items():
+        runs = ", ".join(f"{s:.1f}" for s in row["runs_seconds"])
+        lines.append(
+            f"| {name} | {row['seconds']:.1f} | {row['mb_per_s']} | {row['peak_rss_mb']:.0f} | "
+            f"{row['peak_pss_mb']:.0f} | {row['peak_processes']} | {runs} |"
+        )
+    ours_name, ours = next(iter(result["rows"].items()))
+    t = ours["timings"]
+    lines += [
+        "",
+        f"Ours, inside the run: Spark start {t['spark_start']} s, packets_frame "
+        f"{t['packets_frame']} s, flow_pass {t['flow_pass']} s; without the start "
+        f"{ours['seconds_without_spark_start']} s = {ours['mb_per_s_without_spark_start']} MB/s.",
+        "",
+        "Time of each case / ours, median over rounds (> 1: ours faster): "
+        + ", ".join(f"{name} {ratio}x" for name, ratio in result["time_ratio_to_ours"].items())
+        + ".",
+        "",
+        f"Check: {result['check']['packets_read']} of {result['check']['packets_written']} "
+        f"packets read, {result['check']['frames_decoded']} of "
+        f"{result['check']['frames_written']} frames decoded, {result['check']['sessions']} of "
+        f"{result['check']['connections_written']} sessions "
+        f"({'all seen' if result['check']['all_seen'] else 'NOT all seen'}).",
+        "",
+        "What each does: ours reads every record header, reassembles both directions of every "
+        "connection, decodes every STOMP frame and builds every table row (not written); "
+        "tshark conv,tcp dissects every packet and counts conversations per file (no "
+        "reassembly, no STOMP); tcpflow reassembles and writes every stream.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write(result: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ingest.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "ingest.md").write_text(markdown(result))
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == CHILD_FLAG:
+        print(json.dumps(ours_child(sys.argv[2:])))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=200)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--connections", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args()
+    result = run(args)
+    write(result, args.out)
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()

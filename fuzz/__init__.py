@@ -1,0 +1,1 @@
+"""Fuzz targets for the decoder, the capture readers and reassembly (see fuzz/README.md)."""

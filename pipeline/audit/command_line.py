@@ -1,0 +1,92 @@
+"""What `stomp-lake sql`, `audit` and `report` share: lake and window options, the session."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.audit.output import FORMATS
+from pipeline.audit.views import TimeWindow, parse_time, register_views
+from pipeline.lake import Lake
+from pipeline.spark.session import DEFAULT_MASTER
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _time(text: str) -> object:
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _limit(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError("expected a row count (0: all rows)")
+    return int(text)
+
+
+def add_lake_arguments(parser: argparse.ArgumentParser, *, lake_required: bool = True) -> None:
+    parser.add_argument("--lake", required=lake_required, type=Path, help="lake root directory")
+    parser.add_argument(
+        "--master", default=DEFAULT_MASTER, help="Spark master URL (default %(default)s)"
+    )
+    parser.add_argument(
+        "--since", type=_time, metavar="TIME", help="only traffic at or after TIME (ISO, UTC)"
+    )
+    parser.add_argument(
+        "--until", type=_time, metavar="TIME", help="only traffic before TIME (ISO, UTC)"
+    )
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", choices=FORMATS, default="table", help="output format (default %(default)s)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=_limit,
+        metavar="N",
+        help="at most N rows (default: 1000 in a table, all in CSV/JSON; 0: all)",
+    )
+
+
+def window_from_args(args: argparse.Namespace) -> TimeWindow:
+    return TimeWindow(getattr(args, "since", None), getattr(args, "until", None))
+
+
+def check_lake(root: Path) -> Lake | None:
+    """The lake, or None after saying why it cannot be read."""
+    lake = Lake(root)
+    if not lake.root.is_dir():
+        print(f"stomp-lake: no lake at {lake.root}", file=sys.stderr)
+        return None
+    if not lake.table_names():
+        print(
+            f"stomp-lake: note: {lake.root} holds no tables yet; they read as empty",
+            file=sys.stderr,
+        )
+    return lake
+
+
+@contextmanager
+def lake_session(args: argparse.Namespace, lake: Lake) -> Iterator[SparkSession]:
+    """A SparkSession with every table of the lake registered as a view. A session this process
+    already had (a notebook, the tests) is reused and left running; a new one is stopped."""
+    from pyspark.sql import SparkSession
+
+    from pipeline.spark.session import build_spark
+
+    existing = SparkSession.getActiveSession()
+    spark = build_spark(args.master, app_name=f"stomp-lake {args.command}")
+    try:
+        register_views(spark, lake, window_from_args(args))
+        yield spark
+    finally:
+        if existing is None:
+            spark.stop()

@@ -1,0 +1,93 @@
+"""`stomp-lake quarantine`: batches the validation gate kept aside; release or discard them.
+
+A quarantined batch's files are already in the ledger and its open connections carried on, so
+later batches went ahead without it; releasing commits its tables as they were computed (the
+same batch id: releasing twice adds nothing); discarding deletes it for good.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipeline.lake import Lake, LakeBusy, lake_lock
+from pipeline.lake.statefile import read_json
+from pipeline.spark.session import DEFAULT_MASTER
+from pipeline.validation.quarantine import (
+    REPORT,
+    NotQuarantined,
+    batch_dir,
+    discard,
+    is_quarantined,
+    list_quarantined,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lake", required=True, type=Path, help="lake root directory")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--show", metavar="BATCH", help="print a batch's failed expectations")
+    action.add_argument("--release", metavar="BATCH", help="commit a reviewed batch's tables")
+    action.add_argument("--discard", metavar="BATCH", help="delete a quarantined batch")
+    parser.add_argument("--master", default=DEFAULT_MASTER, help="Spark master for --release")
+    parser.add_argument("--wait-lock", type=float, default=0.0, metavar="SECONDS")
+
+
+def main(args: argparse.Namespace) -> int:
+    lake = Lake(args.lake)
+    try:
+        if args.show:
+            return _show(lake, args.show)
+        if args.release:
+            return _release(lake, args.release, args.master, args.wait_lock)
+        if args.discard:
+            return _discard(lake, args.discard, args.wait_lock)
+    except (NotQuarantined, LakeBusy) as problem:
+        print(f"stomp-lake quarantine: {problem}", file=sys.stderr)
+        return 3 if isinstance(problem, LakeBusy) else 2
+    return _list(lake)
+
+
+def _list(lake: Lake) -> int:
+    batches = list_quarantined(lake)
+    if not batches:
+        print(f"no quarantined batches under {lake.quarantine_dir}")
+        return 0
+    for batch in batches:
+        state = f"released {batch.released_at}" if batch.released else "awaiting review"
+        print(f"{batch.batch_id}  quarantined {batch.quarantined_at}  {state}")
+        for failure in batch.failed:
+            print(f"    failed: {failure}")
+    return 0
+
+
+def _show(lake: Lake, batch_id: str) -> int:
+    report = read_json(batch_dir(lake, batch_id) / REPORT)
+    if report is None:
+        raise NotQuarantined(f"no quarantined batch {batch_id!r} under {lake.quarantine_dir}")
+    for failure in report.get("failures", []):
+        print(json.dumps(failure, indent=2, default=str))
+    return 0
+
+
+def _release(lake: Lake, batch_id: str, master: str, wait: float) -> int:
+    from pipeline.spark.session import build_spark
+    from pipeline.validation.quarantine import release_batch
+
+    if not is_quarantined(lake, batch_id):
+        raise NotQuarantined(f"no quarantined batch {batch_id!r} awaiting review")
+    with lake_lock(lake, wait=wait):
+        versions = release_batch(build_spark(master), lake, batch_id)
+    print(f"released batch {batch_id}: " + ", ".join(f"{t} v{v}" for t, v in versions.items()))
+    return 0
+
+
+def _discard(lake: Lake, batch_id: str, wait: float) -> int:
+    if read_json(batch_dir(lake, batch_id) / REPORT) is None:
+        raise NotQuarantined(f"no quarantined batch {batch_id!r} under {lake.quarantine_dir}")
+    with lake_lock(lake, wait=wait):
+        discard(lake, batch_id)
+    print(f"discarded batch {batch_id}")
+    return 0

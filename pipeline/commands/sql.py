@@ -1,0 +1,77 @@
+"""`stomp-lake sql`: Spark SQL over the lake's tables, one query or an interactive prompt."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from pipeline.audit.command_line import (
+    add_lake_arguments,
+    add_output_arguments,
+    check_lake,
+    lake_session,
+    window_from_args,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_lake_arguments(parser)
+    add_output_arguments(parser)
+    parser.add_argument(
+        "query",
+        nargs="?",
+        help="SQL (several statements: separate them with ';', the last one's rows are "
+        "printed); none: an interactive prompt",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        window_from_args(args)
+    except ValueError as exc:
+        print(f"stomp-lake sql: {exc}", file=sys.stderr)
+        return 2
+    lake = check_lake(args.lake)
+    if lake is None:
+        return 1
+    from pipeline.audit.statements import all_statements
+    from pipeline.audit.views import table_names
+
+    statements = all_statements(args.query) if args.query is not None else None
+    if statements == []:
+        print("stomp-lake sql: the query is empty", file=sys.stderr)
+        return 2
+    with lake_session(args, lake) as spark:
+        if statements is None:
+            return _interactive(spark, table_names(lake), args)
+        return _run(spark, statements, args)
+
+
+def _run(spark: SparkSession, statements: list[str], args: argparse.Namespace) -> int:
+    from pipeline.audit.output import error_summary, write_result
+
+    try:
+        frame = None
+        for statement in statements:
+            frame = spark.sql(statement)
+        assert frame is not None
+        write_result(frame, sys.stdout, args.format, args.limit)
+    except Exception as exc:  # noqa: BLE001 - a bad query is the user's: say why, exit 1
+        print(f"stomp-lake sql: {error_summary(exc)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _interactive(spark: SparkSession, tables: list[str], args: argparse.Namespace) -> int:
+    from pipeline.audit.prompt import SqlPrompt, enable_history, history_path
+
+    save_history = enable_history(history_path()) if sys.stdin.isatty() else None
+    try:
+        return SqlPrompt(spark, tables, sys.stdout, fmt=args.format, limit=args.limit).loop()
+    finally:
+        if save_history is not None:
+            save_history()

@@ -1,0 +1,97 @@
+"""A batch's tables written but not yet visible: staged, validated, then committed or dropped.
+
+Without Delta's Spark jars each table is staged as Parquet under its root (invisible until the
+delta-rs commit), and validation reads those very files back: what is validated is exactly what
+gets committed, and the batch is computed once. With the jars the connector writes and commits in
+one step, so validation reads the computed frames (persisted) instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import schemas
+from pipeline.lake.batches import batch_sequence, validate_batch_id
+from pipeline.lake.commit import app_id_for, batch_committed, open_table
+from pipeline.lake.layout import Lake
+from pipeline.lake.staging import StagedBatch, discard_staged, stage_batch
+from pipeline.lake.writer import commit_staged, delta_jars_available, write_table_batch
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(slots=True)
+class StagedTables:
+    lake: Lake
+    batch_id: str
+    frames: dict[str, DataFrame]  # what validation reads, table by table
+    staged: dict[str, StagedBatch] = field(default_factory=dict)
+    computed: dict[str, DataFrame] = field(default_factory=dict)  # written at commit (Delta jars)
+    committed: set[str] = field(default_factory=set)  # tables already holding the batch
+
+
+def stage_tables(
+    spark: SparkSession, lake: Lake, batch_id: str, tables: dict[str, DataFrame]
+) -> StagedTables:
+    """Stage every table of the batch; tables that already hold it (a resumed batch) are skipped
+    but still validated from their computed frame, so the batch is judged whole."""
+    from pyspark import StorageLevel
+
+    seq = batch_sequence(lake, validate_batch_id(batch_id))
+    use_connector = delta_jars_available(spark)
+    out = StagedTables(lake, batch_id, frames={})
+    for name, frame in tables.items():
+        existing = open_table(lake.table_path(name))
+        if existing is not None and batch_committed(existing, app_id_for(name), seq, batch_id):
+            out.committed.add(name)
+            out.frames[name] = frame
+        elif use_connector:
+            out.computed[name] = out.frames[name] = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        else:
+            staged = stage_batch(frame, lake, name, batch_id=batch_id, **table_layout(name))
+            out.staged[name] = staged
+            out.frames[name] = read_staged(spark, staged)
+    return out
+
+
+def table_layout(name: str) -> dict[str, Any]:
+    """The writer's schema and partition arguments for one of the lake's tables."""
+    schema = schemas.load(name)
+    return {"schema": schema.spark_schema(), "partition_by": list(schema.partition_by)}
+
+
+def read_staged(spark: SparkSession, staged: StagedBatch) -> DataFrame:
+    schema = schemas.load(staged.table).spark_schema()
+    if not staged.files:
+        return spark.createDataFrame([], schema)
+    paths = [str(staged.table_path / f.path) for f in staged.files]
+    reader = spark.read.schema(schema).option("basePath", str(staged.table_path))
+    return reader.parquet(*paths).select(*schema.fieldNames())
+
+
+def commit_tables(tables: StagedTables) -> dict[str, int]:
+    """Commit each staged (or computed) table; returns table -> version after the commit."""
+    versions: dict[str, int] = {}
+    for name, staged in tables.staged.items():
+        versions[name] = commit_staged(staged).version
+    for name, frame in tables.computed.items():
+        written = write_table_batch(
+            frame, tables.lake, name, batch_id=tables.batch_id, **table_layout(name)
+        )
+        versions[name] = written.version
+        frame.unpersist()
+    for name in tables.committed:
+        table = open_table(tables.lake.table_path(name))
+        assert table is not None
+        versions[name] = table.version()
+    return versions
+
+
+def discard_tables(tables: StagedTables) -> None:
+    """Drop what was staged (nothing of it is referenced by a commit)."""
+    for staged in tables.staged.values():
+        discard_staged(staged)
+    for frame in tables.computed.values():
+        frame.unpersist()

@@ -1,0 +1,128 @@
+"""Cross-table checks as small Spark frames, so GX expectations can validate them.
+
+``session_checks``: one row per session id met in the batch (orphans, frame counts, heart-beat
+intervals, timestamps inside the session's life). ``batch_checks``: one row per table (row count
+against the run's counter; ack resolution share on the ``acks`` row).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import schemas
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+CHILD_TABLES: tuple[str, ...] = tuple(t for t in schemas.TABLES if t != "sessions")
+
+
+def session_checks(tables: dict[str, DataFrame], known_ids: DataFrame) -> DataFrame:
+    """``known_ids`` (one column ``session_id``): sessions published before or still open."""
+    from pyspark.sql import functions as F
+
+    sessions = tables["sessions"].select(
+        "session_id",
+        "started_at_ns",
+        "ended_at_ns",
+        (F.col("c2s_frames") + F.col("s2c_frames")).alias("counted"),
+        "heartbeat_c2s_ms",
+        "heartbeat_s2c_ms",
+    )
+    referenced = reduce(
+        lambda a, b: a.unionByName(b),
+        [tables[t].where("session_id IS NOT NULL").select("session_id") for t in CHILD_TABLES],
+    )
+    ids = referenced.unionByName(sessions.select("session_id")).distinct()
+    known = (
+        known_ids.select("session_id")
+        .unionByName(sessions.select("session_id"))
+        .distinct()
+        .withColumn("known", F.lit(True))
+    )
+    frames = (
+        tables["frames"]
+        .groupBy("session_id")
+        .agg(
+            F.count(F.lit(1)).alias("frames_in_batch"),
+            F.min("frame_index").alias("first_index"),
+            F.min("ts_ns").alias("first_ns"),
+            F.max("ts_end_ns").alias("last_ns"),
+        )
+    )
+    interval = F.when(F.col("direction") == "c2s", F.col("heartbeat_c2s_ms")).otherwise(
+        F.col("heartbeat_s2c_ms")
+    )
+    beats = (
+        tables["heartbeats"]
+        .join(sessions, "session_id")
+        .groupBy("session_id")
+        .agg(
+            F.sum(
+                (
+                    F.col("expected_ms").isNotNull() & ~F.col("expected_ms").eqNullSafe(interval)
+                ).cast("long")
+            ).alias("beats_off"),
+            F.sum(_outside("ts_ns", "ts_ns")).alias("beats_outside"),
+        )
+    )
+    frames_outside = _outside("first_ns", "last_ns")
+    joined = ids.join(known, "session_id", "left").join(sessions, "session_id", "left")
+    joined = joined.join(frames, "session_id", "left").join(beats, "session_id", "left")
+    wholly_in_batch = F.col("started_at_ns").isNotNull() & (F.col("first_index") == 0)
+    return joined.select(
+        "session_id",
+        F.coalesce(F.col("known"), F.lit(False)).alias("known_session"),
+        "frames_in_batch",
+        F.when(wholly_in_batch, F.col("counted")).alias("frames_counted"),
+        F.coalesce(F.col("beats_off"), F.lit(0)).alias("heartbeats_off_interval"),
+        (F.coalesce(frames_outside, F.lit(0)) + F.coalesce(F.col("beats_outside"), F.lit(0))).alias(
+            "rows_outside_session"
+        ),
+    )
+
+
+def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any]) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    per_table = reduce(
+        lambda a, b: a.unionByName(b),
+        [tables[t].select(F.lit(t).alias("table")) for t in schemas.TABLES],
+    )
+    rows = {r["table"]: r["count"] for r in per_table.groupBy("table").count().collect()}
+    acks = (
+        tables["acks"]
+        .agg(
+            F.count(F.lit(1)).alias("total"),
+            F.sum(F.col("delivered_at_ns").isNotNull().cast("long")).alias("resolved"),
+        )
+        .first()
+    )
+    share = (acks["resolved"] / acks["total"]) if acks["total"] else None
+    data = [
+        (
+            t,
+            rows.get(t, 0),
+            _counter(counts.get(t)),
+            acks["total"] if t == "acks" else None,
+            share if t == "acks" else None,
+        )
+        for t in schemas.TABLES
+    ]
+    schema = (
+        "table string, table_rows long, run_counter long, acks_total long, resolved_share double"
+    )
+    return spark.createDataFrame(data, schema)
+
+
+def _outside(first: str, last: str) -> Any:
+    """1 when [first, last] leaves the session's [started_at_ns, ended_at_ns], else 0."""
+    from pyspark.sql import functions as F
+
+    before = F.col(first) < F.col("started_at_ns")
+    return (before | (F.col(last) > F.col("ended_at_ns"))).cast("long")
+
+
+def _counter(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

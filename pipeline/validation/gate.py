@@ -1,0 +1,233 @@
+"""The validation gate: every batch passes its expectation suites before it is committed.
+
+``validate_batch`` runs one GX suite per table on the batch's Spark DataFrames, plus two suites
+on small cross-table check frames (see :mod:`pipeline.validation.checks`), builds Data Docs under
+``<lake>/docs/``, writes the result to ``<lake>/_runs/<batch_id>/validation.json`` and, when an
+expectation fails, quarantines the batch and raises :class:`ValidationFailed`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import schemas
+from pipeline.lake.layout import Lake, make_private_dir, private_umask
+from pipeline.lake.statefile import write_json_atomic
+from pipeline.validation import checks
+from pipeline.validation.docs_index import write_docs_index
+from pipeline.validation.quarantine import quarantine_batch
+from pipeline.validation.results import ExpectationOutcome, outcomes_of
+from pipeline.validation.suites import SUITE_NAMES, load_suite
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DOCS_SITE = "local_site"
+SAMPLE_ROWS = 5
+
+
+@dataclass(slots=True)
+class ValidationReport:
+    batch_id: str
+    success: bool
+    outcomes: list[ExpectationOutcome]
+    elapsed_s: float
+    docs_index: Path | None
+    result_path: Path
+    quarantine_path: Path | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[ExpectationOutcome]:
+        return [o for o in self.outcomes if not o.success]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "batch_id": self.batch_id,
+            "success": self.success,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+            "evaluated": len(self.outcomes),
+            "failed": len(self.failures),
+            "docs_index": None if self.docs_index is None else str(self.docs_index),
+            "quarantine_path": None if self.quarantine_path is None else str(self.quarantine_path),
+            "failures": [asdict(o) for o in self.failures],
+            "outcomes": [
+                {"suite": o.suite, "expectation": o.expectation, "success": o.success}
+                for o in self.outcomes
+            ],
+        }
+
+    def describe(self) -> str:
+        head = (
+            f"batch {self.batch_id}: {len(self.failures)} of {len(self.outcomes)} "
+            f"expectations failed"
+        )
+        lines = [head]
+        for failure in self.failures:
+            lines.append(f"  - {failure.describe()}")
+            lines.extend(f"      {json.dumps(row, default=str)}" for row in failure.samples)
+        if self.quarantine_path is not None:
+            lines.append(f"quarantined batch: {self.quarantine_path}")
+        if self.docs_index is not None:
+            lines.append(f"data docs: {self.docs_index}")
+        lines.append(f"validation result: {self.result_path}")
+        return "\n".join(lines)
+
+
+class ValidationFailed(Exception):
+    def __init__(self, report: ValidationReport) -> None:
+        super().__init__(report.describe())
+        self.report = report
+
+
+def validate_batch(
+    spark: SparkSession,
+    lake: Lake,
+    batch_id: str,
+    tables: dict[str, DataFrame],
+    counts: dict[str, Any],
+    *,
+    open_sessions: DataFrame | None = None,
+    build_docs: bool = True,
+) -> ValidationReport:
+    """Validate one batch; raises ValidationFailed after quarantining a failing batch.
+
+    ``open_sessions`` (column ``session_id``): connections still open at the end of the batch,
+    whose rows may precede their ``sessions`` row. Sessions already published count as known.
+    """
+    started = time.monotonic()
+    timings: dict[str, float] = {}
+    missing = [t for t in schemas.TABLES if t not in tables]
+    if missing:
+        raise ValueError(f"validate_batch needs every table; missing {missing}")
+    frames = {name: tables[name] for name in schemas.TABLES}
+    known = _known_sessions(spark, lake, open_sessions)
+    frames["session_consistency"] = checks.session_checks(tables, known).cache()
+    frames["batch_consistency"] = checks.batch_checks(spark, tables, counts)
+    timings["checks"] = time.monotonic() - started
+
+    mark = time.monotonic()
+    context = _context(lake, batch_id)
+    timings["gx_setup"] = time.monotonic() - mark
+    definitions = {name: _definition(context, name) for name in SUITE_NAMES}
+
+    def run_suite(name: str) -> tuple[str, Any, float]:
+        from pyspark import StorageLevel
+
+        mark = time.monotonic()
+        # Each expectation is a Spark job of its own: read the table once, not once per job.
+        frame = frames[name].persist(StorageLevel.MEMORY_AND_DISK)
+        result = _run_suite(definitions[name], frame, batch_id, detailed=False)
+        if not result.success:  # again, with samples: cheap checks first, details on failure
+            result = _run_suite(definitions[name], frame, batch_id, detailed=True)
+        if not result.success:
+            samples[name] = frame  # kept cached for the sample rows of the report
+        else:
+            frame.unpersist()
+        return name, result, time.monotonic() - mark
+
+    samples: dict[str, DataFrame] = {}
+
+    # Sequential on purpose: GX's Spark engine runs `unexpected_rows_expectation` queries on a
+    # temp view it always names `tmp_view`, so suites in parallel would read each other's rows.
+    mark = time.monotonic()
+    results = {}
+    for name, result, seconds in map(run_suite, SUITE_NAMES):
+        results[name] = result
+        timings[name] = seconds
+    timings["suites"] = time.monotonic() - mark
+    docs_index = None
+    if build_docs:
+        mark = time.monotonic()
+        with private_umask():
+            context.build_data_docs(site_names=[DOCS_SITE])
+        docs_index = lake.docs_dir / batch_id / "index.html"
+        timings["data_docs"] = time.monotonic() - mark
+
+    outcomes = [
+        outcome
+        for name in SUITE_NAMES
+        for outcome in outcomes_of(name, results[name], SAMPLE_ROWS, frames[name])
+    ]
+    for frame in samples.values():
+        frame.unpersist()
+    frames["session_consistency"].unpersist()
+    run_dir = make_private_dir(lake.runs_dir / batch_id)
+    report = ValidationReport(
+        batch_id=batch_id,
+        success=all(o.success for o in outcomes),
+        outcomes=outcomes,
+        elapsed_s=0.0,
+        docs_index=docs_index,
+        result_path=run_dir / "validation.json",
+        timings_s=timings,
+    )
+    if not report.success:
+        mark = time.monotonic()
+        report.quarantine_path = quarantine_batch(lake, batch_id, tables, report.to_json())
+        timings["quarantine"] = time.monotonic() - mark
+    report.elapsed_s = time.monotonic() - started
+    write_json_atomic(report.result_path, report.to_json())
+    if build_docs:
+        write_docs_index(lake)
+    if not report.success:
+        raise ValidationFailed(report)
+    return report
+
+
+def _known_sessions(spark: SparkSession, lake: Lake, open_sessions: DataFrame | None) -> DataFrame:
+    from pipeline.lake.reader import read_table
+
+    schema = schemas.load("sessions").spark_schema()
+    known = read_table(spark, lake, "sessions", schema=schema).select("session_id")
+    if open_sessions is not None:
+        known = known.unionByName(open_sessions.select("session_id"))
+    return known
+
+
+def _context(lake: Lake, batch_id: str) -> Any:
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    docs = make_private_dir(lake.docs_dir / batch_id)
+    site = dict(context.variables.data_docs_sites[DOCS_SITE])
+    site["store_backend"] = {
+        "class_name": "TupleFilesystemStoreBackend",
+        "base_directory": str(docs),
+    }
+    context.update_data_docs_site(DOCS_SITE, site)
+    return context
+
+
+def _definition(context: Any, name: str) -> Any:
+    import great_expectations as gx
+
+    source = context.data_sources.add_spark(f"{name}_source")
+    batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("batch")
+    suite = context.suites.add(load_suite(name))
+    return context.validation_definitions.add(
+        gx.ValidationDefinition(name=name, data=batch, suite=suite)
+    )
+
+
+def _run_suite(definition: Any, frame: DataFrame, batch_id: str, *, detailed: bool) -> Any:
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    result_format: dict[str, Any] = {"result_format": "BOOLEAN_ONLY"}
+    if detailed:
+        result_format = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_ROWS}
+        keys = [k for k in ("session_id", "frame_index") if k in frame.columns]
+        if keys:
+            result_format["unexpected_index_column_names"] = keys
+    return definition.run(
+        batch_parameters={"dataframe": frame},
+        result_format=result_format,
+        run_id=RunIdentifier(run_name=batch_id),
+    )

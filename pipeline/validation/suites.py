@@ -1,0 +1,41 @@
+"""Expectation suites, stored as JSON in ``schemas/suites/<name>.json`` beside the table schemas.
+
+One suite per table plus two cross-table suites (``session_consistency``, ``batch_consistency``)
+that run on small check frames computed by :mod:`pipeline.validation.checks`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import schemas
+
+if TYPE_CHECKING:
+    from great_expectations.core import ExpectationSuite
+
+CROSS_TABLE_SUITES: tuple[str, ...] = ("session_consistency", "batch_consistency")
+SUITE_NAMES: tuple[str, ...] = (*schemas.TABLES, *CROSS_TABLE_SUITES)
+SUITES_DIR_VARIABLE = "STOMP_LAKE_SUITES_DIR"
+
+
+def suite_json(name: str) -> dict[str, Any]:
+    """The suite shipped in ``schemas/suites/``, or its replacement in the folder named by
+    ``$STOMP_LAKE_SUITES_DIR`` when that folder has a file of the same name."""
+    if name not in SUITE_NAMES:
+        raise KeyError(f"no suite {name!r}; known: {', '.join(SUITE_NAMES)}")
+    override = os.environ.get(SUITES_DIR_VARIABLE)
+    if override and (Path(override) / f"{name}.json").is_file():
+        return json.loads((Path(override) / f"{name}.json").read_text("utf-8"))
+    text = resources.files(schemas).joinpath("suites", f"{name}.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def load_suite(name: str) -> ExpectationSuite:
+    """The suite as a GX object (imports great_expectations, which takes seconds)."""
+    from great_expectations.core import ExpectationSuite
+
+    return ExpectationSuite(**suite_json(name))

@@ -1,0 +1,60 @@
+"""benchmarks/traffic.py: the generated capture holds what its manifest says, and is reused."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from benchmarks.traffic import MSS, TrafficSpec, generate_files
+from pipeline.reassembly import Data, LocalReassembly, Segment
+from pipeline.stomp import Decoder
+from pipeline.stomp.events import Frame, HeartBeat
+
+SPEC = TrafficSpec(total_bytes=600_000, connections=12, concurrent=5, files=3, seed=4)
+
+
+def _decode(paths: list[Path]) -> tuple[Counter, int, int, int]:
+    """(frames by 'direction COMMAND', heart-beats, largest payload, connections)."""
+    decoders: dict[tuple[str, bool], Decoder] = {}
+    frames: Counter[str] = Counter()
+    beats = largest = 0
+    for event in LocalReassembly([str(p) for p in paths]):
+        if type(event) is not Segment or type(event.event) is not Data:
+            continue
+        largest = max(largest, len(event.event.data))
+        decoder = decoders.setdefault((event.connection_id, event.from_client), Decoder("1.2"))
+        decoder.feed(event.event.data)
+        for item in decoder.events():
+            if type(item) is Frame:
+                frames[f"{'c2s' if event.from_client else 's2c'} {item.command}"] += 1
+            elif type(item) is HeartBeat:
+                beats += 1
+    return frames, beats, largest, len({conn for conn, _side in decoders})
+
+
+def test_the_capture_decodes_to_what_the_manifest_counts(tmp_path: Path) -> None:
+    capture = generate_files(SPEC, tmp_path / "capture")
+    assert len(capture.paths) >= SPEC.files
+    assert capture.connections == SPEC.connections
+    assert capture.stomp_bytes >= SPEC.total_bytes
+    frames, beats, largest, connections = _decode(capture.paths)
+    assert frames == Counter(capture.frames)
+    # the bare decoder also reports the LF a broker puts after each frame's NUL
+    broker_frames = sum(n for name, n in frames.items() if name.startswith("s2c"))
+    assert beats - broker_frames == capture.heartbeats > 0
+    assert largest <= MSS
+    assert connections == SPEC.connections
+    for command in ("c2s SEND", "s2c MESSAGE", "c2s ACK", "s2c RECEIPT", "c2s DISCONNECT"):
+        assert capture.frames[command] > 0
+
+
+def test_a_folder_holding_the_same_spec_is_reused(tmp_path: Path) -> None:
+    first = generate_files(SPEC, tmp_path / "capture")
+    stamps = [p.stat().st_mtime_ns for p in first.paths]
+    again = generate_files(SPEC, tmp_path / "capture")
+    assert again.paths == first.paths
+    assert [p.stat().st_mtime_ns for p in again.paths] == stamps
+    smaller = TrafficSpec(total_bytes=300_000, connections=4, concurrent=2, files=2)
+    other = generate_files(smaller, tmp_path / "capture")
+    assert other.stomp_bytes < first.stomp_bytes
+    assert not any(p.exists() for p in first.paths if p not in other.paths)

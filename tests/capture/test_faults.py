@@ -1,0 +1,194 @@
+"""Faults around the capture proxy, across capture/ modules (relay, recorder, writer, cli): a
+broker restarted under open sessions, and a disk too slow for the traffic. Forwarding must fail
+only where a direct connection fails too, loss must be counted, and every capture file left
+behind must read cleanly.
+
+The other faults are tested where their module is: an unreachable upstream and resets in
+test_relay.py; a client killed mid-frame, a broker going away, a full disk, SIGTERM with open
+connections and drain in test_cli.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from capture.config import HostPort
+from capture.writer import PARTIAL_SUFFIX, CaptureRecord, CaptureWriter
+from tests.capture.aio_stomp import AioStompClient, StompError
+from tests.capture.harness import proxied, reassemble_captures
+from tests.capture.test_cli import HashingRelay, capture_proxy
+from tests.support.brokers import Broker, free_port, running_broker
+
+pytestmark = pytest.mark.broker
+
+
+async def _client(broker: Broker, port: int, **kwargs: object) -> AioStompClient:
+    return await AioStompClient.connect(
+        "127.0.0.1", port, login=broker.login, passcode=broker.passcode,
+        vhost=broker.vhost or "localhost", **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def _how_it_ends(client: AioStompClient, timeout: float = 30) -> str:
+    """How the broker side ended the session: "eof", "reset" or "error" (an ERROR frame); the
+    client then closes its side too."""
+    try:
+        async with asyncio.timeout(timeout):
+            while await client.read_frame() is not None:
+                pass
+    except ConnectionResetError:
+        return "reset"
+    except StompError:
+        return "error"
+    finally:
+        client.writer.close()
+    return "eof"
+
+
+# --- a broker restart -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_broker_restart_mid_session(tmp_path: Path) -> None:
+    """Sessions open through the proxy end as a direct one does when the broker stops; while it
+    is down a client is reset; once it is back new sessions work, all without touching the
+    proxy, and the capture holds every connection."""
+    port = free_port()
+    out = tmp_path / "caps"
+    with contextlib.ExitStack() as first_broker:
+        broker = first_broker.enter_context(running_broker("activemq", stomp_port=port))
+        with capture_proxy(broker.address, out, "--connect-timeout", "3") as proxy:
+
+            async def scenario() -> tuple[dict[str, str], AioStompClient, str, AioStompClient]:
+                loop = asyncio.get_running_loop()
+                direct = await _client(broker, port)
+                through = await _client(broker, proxy.port, keep_bytes=True)
+                for i, client in enumerate((direct, through)):
+                    await client.subscribe(f"/queue/restart-{i}")
+                    await client.send(f"/queue/restart-{i}", b"before the restart")
+                    assert await client.receive_messages(1) == [b"before the restart"]
+
+                await loop.run_in_executor(None, first_broker.close)  # SIGTERM, as operators do
+                endings = {
+                    "direct": await _how_it_ends(direct),
+                    "proxied": await _how_it_ends(through),
+                }
+                with pytest.raises(ConnectionRefusedError):
+                    await asyncio.open_connection(*broker.address)
+                try:
+                    await _client(broker, proxy.port)
+                    while_down = "connected"
+                except (ConnectionError, StompError) as exc:
+                    while_down = type(exc).__name__
+
+                with running_broker("activemq", stomp_port=port) as again:
+                    after = await _client(again, proxy.port, keep_bytes=True)
+                    await after.subscribe("/queue/after")
+                    await after.send("/queue/after", b"after the restart")
+                    assert await after.receive_messages(1) == [b"after the restart"]
+                    await after.disconnect()
+                return endings, through, while_down, after
+
+            endings, through, while_down, after = asyncio.run(scenario())
+            proxy.wait_for(lambda s: s.get("connections_open") == 0)
+            summary = proxy.stop()
+
+    assert endings["proxied"] == endings["direct"], endings
+    assert while_down == "ConnectionResetError"
+    assert summary["connections_total"] == 3 and summary["upstream_failures"] == 1
+    assert summary["bytes_dropped"] == 0
+    assert not list(out.glob("*" + PARTIAL_SUFFIX))
+    captured = {conn.client[1]: conn for conn in reassemble_captures(proxy.files())}
+    assert len(captured) == 3
+    for client in (through, after):
+        conn = captured[client.local_port]
+        assert bytes(conn.sent) == client.sent.data
+        assert bytes(conn.received) == client.received.data
+        assert conn.gaps == []
+    ending = {"eof": "fin", "reset": "rst"}.get(endings["proxied"])
+    assert captured[through.local_port].server_end == ending
+    assert (captured[after.local_port].client_end, captured[after.local_port].server_end) == (
+        "fin", "fin"
+    )
+    [refused] = [c for port, c in captured.items() if port not in (through.local_port,
+                                                                    after.local_port)]
+    assert refused.server_end == "rst" and refused.sent == b""
+
+
+# --- a slow disk ------------------------------------------------------------------------------
+
+WRITE_DELAY_S = 0.2
+SLOW_BUFFER = 128 << 10
+
+
+class SlowDiskWriter(CaptureWriter):
+    """Each write takes WRITE_DELAY_S more before it reaches the file, as on a disk or network
+    mount that cannot keep up; the writes themselves are real, into real capture files."""
+
+    def _writev_all(self, chunk: list[CaptureRecord]) -> None:
+        time.sleep(WRITE_DELAY_S)
+        super()._writev_all(chunk)
+
+
+def _bodies(count: int, size: int) -> list[bytes]:
+    return [hashlib.sha256(b"%d" % i).digest() * (size // 32) for i in range(count)]
+
+
+def test_a_slow_disk_loses_capture_not_traffic(
+    activemq: Broker, tmp_path: Path, run: Callable
+) -> None:
+    bodies = _bodies(200, 32 << 10)
+    total = 2 * sum(map(len, bodies))
+    # if forwarding waited for the disk, the exchange could go no faster than the disk
+    disk_bound_s = total / (SLOW_BUFFER / WRITE_DELAY_S)
+    relay = HashingRelay(activemq.address)  # what the broker side sends and receives
+    writer = SlowDiskWriter(tmp_path, buffer_bytes=SLOW_BUFFER)
+
+    async def main() -> tuple[AioStompClient, list[bytes], float, int, list[Path]]:
+        upstream = HostPort(*relay.address)
+        async with proxied(None, upstream, writer=writer) as p:
+            client = await _client(activemq, p.port, keep_bytes=True)
+            await client.subscribe("/queue/slow-disk")
+            started = time.monotonic()
+
+            async def produce() -> None:
+                for body in bodies:
+                    await client.send("/queue/slow-disk", body)
+
+            _, received = await asyncio.gather(produce(), client.receive_messages(len(bodies)))
+            elapsed = time.monotonic() - started
+            await client.disconnect()
+            await asyncio.sleep(0.1)
+            counters = p.proxy.counters
+            forwarded = counters.bytes_client_to_server + counters.bytes_server_to_client
+            return client, received, elapsed, forwarded, await p.stop()
+
+    client, received, elapsed, forwarded, files = run(main())
+    assert received == bodies
+    assert relay.hashes() == [(client.sent.sha256, client.received.sha256)]
+    relay.close()
+    assert elapsed < disk_bound_s / 2, (elapsed, disk_bound_s)
+
+    counted = writer.counters
+    assert counted.bytes_dropped > 0 and counted.write_errors == 0
+    assert forwarded == client.sent.length + client.received.length
+    assert counted.bytes_captured + counted.bytes_dropped == forwarded
+
+    [path] = files
+    assert not list(tmp_path.glob("*" + PARTIAL_SUFFIX))
+    [conn] = reassemble_captures([path])
+    assert conn.gaps and sum(size for _, _, size in conn.gaps) == counted.bytes_dropped
+    assert client.sent.data is not None and client.received.data is not None
+    for from_client, offset, size in conn.gaps:
+        original = client.sent.data if from_client else client.received.data
+        original[offset : offset + size] = bytes(size)
+    assert bytes(conn.sent) == client.sent.data[: len(conn.sent)]
+    assert bytes(conn.received) == client.received.data[: len(conn.received)]
+    assert (conn.client_end, conn.server_end) != ("none", "none")

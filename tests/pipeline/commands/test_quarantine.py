@@ -1,0 +1,95 @@
+"""A batch that fails validation end to end: `run` quarantines it and moves on; the
+`stomp-lake quarantine` command lists, shows, releases and discards it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import schemas
+from pipeline.cli import main
+from pipeline.commands.run import RunConfig, run
+from pipeline.lake import Lake, Ledger, list_tables, pending_batch, read_table
+from pipeline.validation.gate import ValidationFailed
+from pipeline.validation.quarantine import BatchQuarantined, list_quarantined
+from pipeline.validation.suites import SUITES_DIR_VARIABLE
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.spark
+
+SAMPLE = SAMPLES / "activemq-heartbeat-v10.pcap"
+IMPOSSIBLE = {
+    "name": "sessions",
+    "expectations": [
+        {"type": "expect_column_values_to_be_null", "kwargs": {"column": "session_id"}}
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def quarantined(spark, tmp_path_factory) -> tuple[Lake, str]:
+    """A lake whose only batch failed a (deliberately impossible) sessions suite."""
+    suites = tmp_path_factory.mktemp("suites")
+    (suites / "sessions.json").write_text(json.dumps(IMPOSSIBLE))
+    lake = Lake(tmp_path_factory.mktemp("lake"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(SUITES_DIR_VARIABLE, str(suites))
+        with pytest.raises(ValidationFailed) as caught:
+            run(
+                RunConfig(inputs=[SAMPLE], lake=lake.root, batch_id="b-bad", close_open=True),
+                progress=lambda _: None,
+            )
+    assert "session_id" in str(caught.value)
+    return lake, "b-bad"
+
+
+def test_a_failed_batch_commits_nothing_and_lets_later_batches_go_on(quarantined) -> None:
+    lake, batch_id = quarantined
+    assert [t.name for t in list_tables(lake)] == []
+    assert pending_batch(lake) is None
+    assert Ledger(lake).is_recorded(batch_id)
+    [batch] = list_quarantined(lake)
+    assert batch.batch_id == batch_id and not batch.released
+    assert any("sessions" in failure for failure in batch.failed)
+
+
+def test_asking_again_for_a_quarantined_batch_is_an_error(quarantined) -> None:
+    lake, batch_id = quarantined
+    with pytest.raises(BatchQuarantined, match="quarantine"):
+        run(RunConfig(inputs=[SAMPLE], lake=lake.root, batch_id=batch_id), progress=print)
+    assert main(["run", "--input", str(SAMPLE), "--lake", str(lake.root),
+                 "--batch-id", batch_id]) == 4  # fmt: skip
+
+
+def test_list_show_release_then_release_again(spark, quarantined, capsys) -> None:
+    lake, batch_id = quarantined
+    assert main(["quarantine", "--lake", str(lake.root)]) == 0
+    listed = capsys.readouterr().out
+    assert batch_id in listed and "awaiting review" in listed
+
+    assert main(["quarantine", "--lake", str(lake.root), "--show", batch_id]) == 0
+    assert "expect_column_values_to_be_null" in capsys.readouterr().out
+
+    assert main(["quarantine", "--lake", str(lake.root), "--release", batch_id]) == 0
+    assert f"released batch {batch_id}" in capsys.readouterr().out
+    sessions = read_table(spark, lake, "sessions")
+    assert sessions.count() == 3 and {r.batch_id for r in sessions.collect()} == {batch_id}
+    assert {t.name for t in list_tables(lake)} == set(schemas.TABLES)
+
+    assert main(["quarantine", "--lake", str(lake.root), "--release", batch_id]) == 2
+    assert "no quarantined batch" in capsys.readouterr().err
+    assert list_quarantined(lake)[0].released
+
+
+def test_discard_removes_it_and_unknown_batches_are_refused(tmp_path: Path, capsys) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    assert main(["quarantine", "--lake", str(lake.root)]) == 0
+    assert "no quarantined batches" in capsys.readouterr().out
+    assert main(["quarantine", "--lake", str(lake.root), "--discard", "nope"]) == 2
+    folder = lake.quarantine_dir / "b1"
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps({"failures": []}))
+    assert main(["quarantine", "--lake", str(lake.root), "--discard", "b1"]) == 0
+    assert not folder.exists()

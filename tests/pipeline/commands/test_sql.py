@@ -1,0 +1,80 @@
+"""`stomp-lake sql` in-process on the sample lake: one query in each format, several statements,
+errors, and the prompt on a piped stdin."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+
+import pytest
+
+from pipeline.cli import main
+from pipeline.lake import Lake
+from tests.pipeline.audit.sample_lake import connections, shared_sample_lake
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def lake(spark, tmp_path_factory) -> Lake:
+    return shared_sample_lake(tmp_path_factory)
+
+
+def _sql(lake: Lake, *args: str) -> int:
+    return main(["sql", "--lake", str(lake.root), "--master", "local[2]", *args])
+
+
+LOGINS = "SELECT login, count(*) AS n FROM sessions GROUP BY login ORDER BY login"
+
+
+def test_a_query_as_csv_json_and_table(lake, capsys, spark) -> None:
+    expected = Counter(c["login"] for c in connections())
+    assert _sql(lake, "--format", "csv", LOGINS) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["login"]: int(r["n"]) for r in rows} == expected
+
+    assert _sql(lake, "--format", "json", LOGINS + ";") == 0
+    assert {o["login"]: o["n"] for o in json.loads(capsys.readouterr().out)} == expected
+
+    assert _sql(lake, LOGINS) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["login", "|", "n"]
+    assert table.endswith(f"({len(expected)} rows)\n")
+    # The test session was already running: the command left it so.
+    assert spark.range(1).count() == 1
+
+
+def test_several_statements_print_the_last(lake, capsys) -> None:
+    query = (
+        "CREATE OR REPLACE TEMP VIEW delivered AS SELECT * FROM messages WHERE command = "
+        "'MESSAGE'; SELECT count(*) AS n FROM delivered"
+    )
+    assert _sql(lake, "--format", "json", query) == 0
+    delivered = sum(len(c["messages_received"]) for c in connections())
+    assert json.loads(capsys.readouterr().out) == [{"n": delivered}]
+
+
+def test_a_time_window_limits_every_table(lake, capsys) -> None:
+    args = ("--since", "2000-01-01", "--until", "2000-01-02", "--format", "csv")
+    assert _sql(lake, *args, "SELECT count(*) AS n FROM frames") == 0
+    assert capsys.readouterr().out == "n\n0\n"
+
+
+def test_bad_queries_and_bad_lakes_exit_non_zero(lake, capsys, tmp_path) -> None:
+    assert _sql(lake, "SELECT nope FROM sessions") == 1
+    assert "UNRESOLVED_COLUMN" in capsys.readouterr().err
+    assert _sql(lake, " -- nothing\n;") == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["sql", "--lake", str(tmp_path / "absent"), "SELECT 1"]) == 1
+    assert "no lake at" in capsys.readouterr().err
+    assert _sql(lake, "--since", "2026-01-02", "--until", "2026-01-01", "SELECT 1") == 2
+
+
+def test_no_query_opens_the_prompt(lake, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("SELECT 40 + 2 AS answer;\n\\q\n"))
+    assert _sql(lake) == 0
+    out = capsys.readouterr().out
+    assert "tables: sessions, frames" in out
+    assert "answer\n------\n    42\n" in out

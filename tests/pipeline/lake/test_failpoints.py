@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline.lake.failpoints import KILL_AT_ENV, failpoint, parse_kill_at
+
+REPO = Path(__file__).resolve().parents[3]
+SCRIPT = (
+    "from pipeline.lake.failpoints import failpoint\n"
+    "for step in ('a', 'b', 'b', 'b', 'c'):\n"
+    "    failpoint(step)\n"
+    "    print(step, flush=True)\n"
+)
+
+
+def run_script(kill_at: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != KILL_AT_ENV}
+    if kill_at is not None:
+        env[KILL_AT_ENV] = kill_at
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kill_at", "printed"),
+    [
+        ("a", []),
+        ("b", ["a"]),
+        ("b:1", ["a"]),
+        ("b:3", ["a", "b", "b"]),
+        ("c", ["a", "b", "b", "b"]),
+    ],
+)
+def test_the_process_dies_by_sigkill_at_the_named_point(kill_at: str, printed: list[str]) -> None:
+    result = run_script(kill_at)
+    assert result.returncode == -signal.SIGKILL
+    assert result.stdout.split() == printed
+    name, count = parse_kill_at(kill_at)
+    assert f"failpoint {name}:{count} reached" in result.stderr
+
+
+@pytest.mark.parametrize("kill_at", [None, "", "elsewhere", "b:4", "a:0"])
+def test_other_settings_let_the_process_run_through(kill_at: str | None) -> None:
+    result = run_script(kill_at)
+    if kill_at == "a:0":  # not a count: taken as a name that is never reached
+        assert parse_kill_at(kill_at) == ("a:0", 1)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["a", "b", "b", "b", "c"]
+
+
+def test_names_may_hold_colons_and_dots() -> None:
+    assert parse_kill_at("lake.placed:5") == ("lake.placed", 5)
+    assert parse_kill_at("x:y") == ("x:y", 1)
+    assert parse_kill_at(" run.advanced ") == ("run.advanced", 1)
+
+
+def test_an_unset_failpoint_costs_next_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KILL_AT_ENV, raising=False)
+    calls = 200_000
+    started = time.perf_counter()
+    for _ in range(calls):
+        failpoint("run.validated")
+    per_call = (time.perf_counter() - started) / calls
+    assert per_call < 5e-6

@@ -1,0 +1,99 @@
+"""FlowRunner: rows of one 4-tuple in, table rows out, when reassembly hands over data late."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.flows import FlowRunner, RunnerConfig
+from pipeline.ingest.records import ACK, FIN, SYN, TcpPacket
+from pipeline.spark.captures import flow_key
+
+CLIENT = ("10.0.0.1", 40000)
+SERVER = ("10.0.0.2", 61613)
+T0 = 1_700_000_000_000_000_000
+CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
+SEND = b"SEND\ndestination:/queue/a\n\nhello\x00"
+
+
+class Flow:
+    """Packets of one 4-tuple, their payloads in one file, as the packet pass would give them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.blob = bytearray()
+        self.rows: list[dict] = []
+
+    def packet(
+        self, from_client: bool, seq: int, flags: int, payload: bytes = b"", ack: int = 0
+    ) -> None:
+        (sip, sport), (dip, dport) = (CLIENT, SERVER) if from_client else (SERVER, CLIENT)
+        ts = T0 + len(self.rows) * 1_000_000
+        packet = TcpPacket(
+            ts, sip, sport, dip, dport, seq, ack, flags, 65535,
+            len(self.blob), len(payload), len(payload), len(self.rows),
+        )  # fmt: skip
+        self.blob += payload
+        row = {name: getattr(packet, name) for name in TcpPacket.__slots__}
+        self.rows.append(
+            {"record_type": "packet", "flow_key": flow_key(sip, sport, dip, dport), "file_id": 0}
+            | row
+        )
+
+    def run(self, *, close_open: bool = True) -> dict[str, list[dict]]:
+        self.path.write_bytes(bytes(self.blob))
+        runner = FlowRunner(RunnerConfig((str(self.path),), close_open=close_open))
+        for row in self.rows:
+            runner.feed(row)
+        runner.close()
+        tables: dict[str, list[dict]] = {}
+        for kind, rows, _keys in runner.drain():
+            tables.setdefault(kind, []).extend(rows)
+        return tables
+
+
+def test_data_held_behind_a_lost_segment_until_the_capture_ends(tmp_path: Path) -> None:
+    # Nothing reaches the model before the end of the input: the first data segment was lost,
+    # so the rest waits in the reassembler, and the tracker has let go of the connection by the
+    # time the end of the input delivers it.
+    flow = Flow(tmp_path / "payloads")
+    flow.packet(True, 100, SYN)
+    flow.packet(False, 900, SYN | ACK, ack=101)
+    flow.packet(True, 101 + len(CONNECT), ACK, SEND)  # the CONNECT before it was not captured
+    tables = flow.run()
+    (session,) = tables["sessions"]
+    assert session["client_port"] == CLIENT[1] and session["end_reason"] == "capture_end"
+    assert [f["command"] for f in tables["frames"]] == ["SEND"]
+    assert [a["kind"] for a in tables["anomalies"]][:1] == ["gap"]
+
+
+def test_data_flushed_by_a_new_connection_belongs_to_the_old_one(tmp_path: Path) -> None:
+    flow = Flow(tmp_path / "payloads")
+    flow.packet(True, 100, SYN)
+    flow.packet(False, 900, SYN | ACK, ack=101)
+    flow.packet(True, 101 + len(CONNECT), ACK, SEND)  # waits behind the lost CONNECT
+    flow.packet(True, 5000, SYN)  # the port is reused: the first connection is over
+    flow.packet(False, 7000, SYN | ACK, ack=5001)
+    flow.packet(True, 5001, ACK, CONNECT)
+    flow.packet(True, 5001 + len(CONNECT), FIN | ACK)
+    flow.packet(False, 7001, FIN | ACK)
+    tables = flow.run()
+    first, second = sorted(tables["sessions"], key=lambda s: s["started_at_ns"])
+    frames = {(f["session_id"], f["command"]) for f in tables["frames"]}
+    assert frames == {(first["session_id"], "SEND"), (second["session_id"], "CONNECT")}
+    assert first["session_id"] != second["session_id"]
+
+
+def test_frames_behind_a_lost_segment_come_before_the_close(tmp_path: Path) -> None:
+    flow = Flow(tmp_path / "payloads")
+    flow.packet(True, 100, SYN)
+    flow.packet(False, 900, SYN | ACK, ack=101)
+    flow.packet(True, 101, ACK, CONNECT)
+    flow.packet(True, 101 + len(CONNECT) + len(SEND), ACK, SEND)  # the first SEND was lost
+    flow.packet(True, 101 + len(CONNECT) + 2 * len(SEND), FIN | ACK)
+    flow.packet(False, 901, FIN | ACK)
+    tables = flow.run(close_open=False)
+    assert [f["command"] for f in tables["frames"]] == ["CONNECT", "SEND"]
+    kinds = [a["kind"] for a in tables["anomalies"]]
+    assert "gap" in kinds and "data_after_eof" not in kinds
+    (session,) = tables["sessions"]
+    assert session["closed_by"] == "client" and session["gap_bytes"] == len(SEND)

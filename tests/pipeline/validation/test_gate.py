@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import schemas
+from pipeline.lake import Lake, begin_batch, finish_batch, write_table_batch
+from pipeline.lake.reader import read_table
+from pipeline.validation.gate import ValidationFailed, validate_batch
+from pipeline.validation.quarantine import list_quarantined, release_batch
+from tests.pipeline.validation.batch_rows import SESSION, counts_of, good_batch, to_frames
+
+
+def test_good_batch_passes_and_records_its_result(spark, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    rows = good_batch("b1")
+    report = validate_batch(spark, lake, "b1", to_frames(spark, rows), counts_of(rows))
+
+    assert report.success, report.describe()
+    assert report.failures == []
+    assert len(report.outcomes) > 100
+    saved = json.loads(report.result_path.read_text())
+    assert saved["success"] is True and saved["failed"] == 0
+    assert report.docs_index is not None and report.docs_index.is_file()
+    assert list_quarantined(lake) == []
+
+
+def _broken(batch_id: str) -> dict[str, list[dict]]:
+    rows = good_batch(batch_id)
+    rows["acks"][0]["latency_ms"] = -5.0  # a negative latency
+    rows["frames"][7]["command"] = "ACKX"  # an unknown command with no violation recorded
+    orphan = copy.deepcopy(rows["errors"] or rows["receipts"])
+    orphan[0]["session_id"] = "no-such-session"
+    rows["receipts"].extend(orphan)  # an orphan session id
+    rows["messages"].append({**rows["messages"][1], "frame_index": 11})  # a duplicated message id
+    return rows
+
+
+def _failed(report) -> set[tuple[str, str]]:
+    return {(f.suite, f.description) for f in report.failures}
+
+
+def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
+    spark, tmp_path: Path
+) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    good = good_batch("b1")
+    begin_batch(lake, (), batch_id="b1")
+    for table, frame in to_frames(spark, good).items():
+        schema = schemas.load(table)
+        write_table_batch(
+            frame, lake, table, schema=schema.spark_schema(),
+            partition_by=list(schema.partition_by), batch_id="b1",
+        )
+    finish_batch(lake, "b1")
+    before = {t: read_table(spark, lake, t).count() for t in schemas.TABLES}
+
+    rows = _broken("b2")
+    counts = counts_of(rows)
+    with pytest.raises(ValidationFailed) as caught:
+        validate_batch(spark, lake, "b2", to_frames(spark, rows), counts)
+    report = caught.value.report
+
+    failed = _failed(report)
+    by_column = {(f.suite, f.expectation, f.description.split(",")[0]) for f in report.failures}
+    assert ("acks", "expect_column_values_to_be_between", "column=latency_ms") in by_column
+    assert (
+        "frames",
+        "command is a STOMP command, or the frame records an unknown_command violation",
+    ) in failed
+    assert any(s == "session_consistency" and "session_id is in sessions" in d for s, d in failed)
+    assert any(s == "messages" and "message ids are unique" in d for s, d in failed)
+    # frames are untouched (the duplicate is in messages only), so nothing else may fail
+    assert len(report.failures) == 4, report.describe()
+
+    message = str(caught.value)
+    assert "ACKX" in message  # the whole offending frame row is shown
+    assert "no-such-session" in message
+    assert "-5.0" in message
+    assert str(report.quarantine_path) in message and "index.html" in message
+
+    [quarantined] = list_quarantined(lake)
+    assert quarantined.batch_id == "b2" and not quarantined.released
+    assert len(quarantined.failed) == 4
+    report_json = json.loads((quarantined.path / "report.json").read_text())
+    assert report_json["failed"] == 4
+    assert spark.read.parquet(str(quarantined.path / "receipts")).count() == 2
+    assert {t: read_table(spark, lake, t).count() for t in schemas.TABLES} == before
+
+    begin_batch(lake, (), batch_id="b2")
+    versions = release_batch(spark, lake, "b2")
+    assert set(versions) == set(schemas.TABLES)
+    assert read_table(spark, lake, "receipts").count() == before["receipts"] + 2
+    assert list_quarantined(lake)[0].released
+    released = read_table(spark, lake, "receipts").where(f"session_id = '{SESSION}'")
+    assert released.count() == 2

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import schemas
+from pipeline.validation.suites import (
+    CROSS_TABLE_SUITES,
+    SUITE_NAMES,
+    SUITES_DIR_VARIABLE,
+    load_suite,
+    suite_json,
+)
+
+CROSS_TABLE_COLUMNS = {
+    "session_consistency": {
+        "session_id",
+        "known_session",
+        "frames_in_batch",
+        "frames_counted",
+        "heartbeats_off_interval",
+        "rows_outside_session",
+    },
+    "batch_consistency": {"table", "table_rows", "run_counter", "acks_total", "resolved_share"},
+}
+
+
+def _columns(suite: str) -> set[str]:
+    if suite in CROSS_TABLE_SUITES:
+        return CROSS_TABLE_COLUMNS[suite]
+    return set(schemas.load(suite).column_names)
+
+
+@pytest.mark.parametrize("name", SUITE_NAMES)
+def test_every_suite_names_only_real_columns(name: str) -> None:
+    raw = suite_json(name)
+    assert raw["name"] == name and raw["expectations"]
+    columns = _columns(name)
+    for expectation in raw["expectations"]:
+        kwargs = expectation["kwargs"]
+        for key in ("column", "column_A", "column_B"):
+            if key in kwargs:
+                assert kwargs[key] in columns, (name, expectation)
+        if expectation["type"] == "unexpected_rows_expectation":
+            assert "{batch}" in kwargs["unexpected_rows_query"]
+            assert expectation.get("description"), "a SQL check needs a description"
+
+
+def test_suites_round_trip_through_gx() -> None:
+    for name in SUITE_NAMES:
+        suite = load_suite(name)
+        assert suite.name == name
+        assert len(suite.expectations) == len(suite_json(name)["expectations"])
+
+
+def test_every_table_has_a_suite() -> None:
+    assert set(schemas.TABLES) <= set(SUITE_NAMES)
+    with pytest.raises(KeyError):
+        suite_json("nope")
+
+
+def test_a_suite_in_the_override_folder_replaces_the_shipped_one(tmp_path, monkeypatch) -> None:
+    stricter = {"name": "sessions", "expectations": []}
+    (tmp_path / "sessions.json").write_text(json.dumps(stricter))
+    monkeypatch.setenv(SUITES_DIR_VARIABLE, str(tmp_path))
+    assert suite_json("sessions") == stricter
+    assert suite_json("frames")["expectations"]  # no file there: the shipped suite
