@@ -144,6 +144,26 @@ def run_measured(
     )
 
 
+def cpu_seconds_by_command(root: int) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the live processes of a tree, by command name
+    (for a Spark job: "java" and "python")."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for pid in tree_pids(root):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before.get(name, 0.0), 1) for name in sorted(after)}
+
+
 def machine() -> dict[str, object]:
     """What the figures depend on, for the results files."""
     import platform

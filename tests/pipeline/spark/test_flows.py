@@ -131,9 +131,11 @@ def run_job(spark, paths: list[Path], close_open: bool = True) -> JobOutput:
     names = [str(p) for p in paths]
     packets = packets_frame(spark, names)
     config = RunnerConfig(tuple(names), OPTIONS, close_open=close_open)
-    tagged = flow_pass(packets, None, config, PARTITIONS)
+    tagged = flow_pass(packets, None, config, PARTITIONS).persist()  # one pass for all tables
     tables = split_tables(tagged, "batch-1")
-    return JobOutput({name: [r.asDict() for r in df.collect()] for name, df in tables.items()})
+    output = JobOutput({name: [r.asDict() for r in df.collect()] for name, df in tables.items()})
+    tagged.unpersist()
+    return output
 
 
 @pytest.fixture(scope="module")
