@@ -14,13 +14,35 @@ import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from pipeline.ingest.records import FIN, RST, TcpPacket
+from pipeline.ingest.records import FIN, RST, SYN, TcpPacket
 from pipeline.reassembly import Closed, Conflict, Data, Gap, Opened, Segment
 from pipeline.reassembly.connections import Connection, ConnectionTracker
 from pipeline.session import Endpoint, ModelOptions, SessionModel
+from pipeline.session.rows import anomaly_row
+from pipeline.session.streams import make_chunk
 
 SERVER_COMMANDS = (b"CONNECTED", b"MESSAGE", b"RECEIPT", b"ERROR")
 STATE_VERSION = 1
+# the columns of a packets-frame row that the runner reads, in `FlowRunner._row`'s order
+ROW_FIELDS = (
+    "flow_key",
+    "record_type",
+    "state",
+    "file_id",
+    "ts_ns",
+    "src_ip",
+    "src_port",
+    "dst_ip",
+    "dst_port",
+    "seq",
+    "ack",
+    "flags",
+    "window",
+    "payload_offset",
+    "payload_len",
+    "wire_len",
+    "record_offset",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +94,7 @@ class FlowRunner:
         self.config = config
         self.files = PayloadFiles(config.paths)
         self._flow_key: str | None = None
+        self._flow_source: tuple[str, int] | None = None  # (file, offset) of its first packet
         self._state: FlowState | None = None
         self._out: dict[str, list[dict]] = {}
         self._out_keys: dict[str, list[str | None]] = {}
@@ -79,31 +102,72 @@ class FlowRunner:
 
     # -- input -------------------------------------------------------------------------------
     def feed(self, row: dict) -> None:
-        key = row["flow_key"]
+        """One row of the packets frame (or a carried state row), as a dict."""
+        self._row(*(row.get(name) for name in ROW_FIELDS))
+
+    def feed_columns(self, columns: dict[str, list]) -> None:
+        """Rows given as columns (e.g. ``RecordBatch.to_pydict()``); missing columns are null."""
+        count = len(columns["flow_key"])
+        nulls = [None] * count
+        row = self._row
+        for values in zip(*(columns.get(name, nulls) for name in ROW_FIELDS), strict=True):
+            row(*values)
+
+    def _row(
+        self,
+        key: str,
+        record_type: str | None,
+        state: bytes | None,
+        file_id: int,
+        ts_ns: int,
+        src_ip: str,
+        src_port: int,
+        dst_ip: str,
+        dst_port: int,
+        seq: int,
+        ack: int,
+        flags: int,
+        window: int,
+        payload_offset: int,
+        payload_len: int,
+        wire_len: int,
+        record_offset: int,
+    ) -> None:
         if key != self._flow_key:
             self._end_flow()
             self._flow_key = key
-        if row.get("record_type") == "state":
-            self._state = _load_state(row["state"])
+            self._flow_source = None
+        if record_type == "state":
+            self._state = _load_state(state)  # type: ignore[arg-type]
+            return
+        flow = self._state
+        if (
+            flow is not None
+            and not wire_len
+            and not flags & (SYN | FIN | RST)
+            and flow.tracker.add_bare_ack(src_ip, src_port, ts_ns)
+        ):
             return
         packet = TcpPacket(
-            row["ts_ns"],
-            row["src_ip"],
-            row["src_port"],
-            row["dst_ip"],
-            row["dst_port"],
-            row["seq"],
-            row["ack"],
-            row["flags"],
-            row["window"],
-            row["payload_offset"],
-            row["payload_len"],
-            row["wire_len"],
-            row["record_offset"],
+            ts_ns,
+            src_ip,
+            src_port,
+            dst_ip,
+            dst_port,
+            seq,
+            ack,
+            flags,
+            window,
+            payload_offset,
+            payload_len,
+            wire_len,
+            record_offset,
         )
-        file_id = row["file_id"]
-        payload = self.files.read(file_id, packet.payload_offset, packet.payload_len)
-        self._packet(packet, payload, (self.config.paths[file_id], packet.record_offset))
+        payload = self.files.read(file_id, payload_offset, payload_len) if payload_len else b""
+        source = (self.config.paths[file_id], record_offset)
+        if self._flow_source is None:
+            self._flow_source = source
+        self._packet(packet, payload, source)
 
     def close(self) -> None:
         self._end_flow()
@@ -128,7 +192,8 @@ class FlowRunner:
 
     def _collect(self, model: SessionModel) -> None:
         for table, rows in model.drain().items():
-            self._emit(table, rows)
+            if rows:
+                self._emit(table, rows)
 
     # -- one flow ----------------------------------------------------------------------------
     def _packet(self, packet: TcpPacket, payload: bytes, source: tuple[str, int]) -> None:
@@ -149,12 +214,15 @@ class FlowRunner:
                 if swapped:  # events of this packet were made before the roles were swapped
                     event = Segment(event.connection_id, not event.from_client, event.event)
             self._on_event(state, event, source, conn)
+        model = state.model
+        if model is None:
+            return
         conn = state.tracker.connection
-        if state.model is not None and conn is not None and packet.flags & (FIN | RST):
+        if conn is not None and packet.flags & (FIN | RST):
             sender = (packet.src_ip, packet.src_port)
             direction = "c2s" if sender == conn.client else "s2c"
-            state.model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
-            self._collect(state.model)
+            model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
+        self._collect(model)
 
     def _on_event(
         self,
@@ -164,7 +232,8 @@ class FlowRunner:
         conn: Connection | None,
     ) -> None:
         """``conn``: the connection a Segment belongs to (the tracker may have moved on to the
-        next one, or, at the end of the input, let go of it)."""
+        next one, or, at the end of the input, let go of it). The rows a Segment makes are
+        collected by the caller, once per packet; a model is collected before it is let go."""
         if type(event) is Segment:
             if state.model is None:
                 assert conn is not None
@@ -178,10 +247,13 @@ class FlowRunner:
                 model.on_gap(direction, inner.ts_ns, inner.offset, inner.size, source)
             elif type(inner) is Conflict:
                 model.on_conflict(direction, inner.ts_ns, inner.offset, inner.size, source)
-            self._collect(model)
         elif type(event) is Opened:
+            if state.model is not None:
+                self._collect(state.model)
             state.model = None
         elif type(event) is Closed:
+            if state.model is None and self._stray(event.connection):
+                return
             model = state.model or self._model_for(event.connection)
             model.finish(event.connection.last_ts_ns)
             self._collect(model)
@@ -196,6 +268,21 @@ class FlowRunner:
             conn.swap_roles()
         state.model = self._model_for(conn)
         return swap
+
+    def _stray(self, conn: Connection) -> bool:
+        """A connection whose start was not captured and that carried no payload (most often the
+        last ACKs or FIN of one that ended in an earlier batch) is not a session: it becomes an
+        anomaly row (True), and nothing is carried."""
+        if conn.role_source in ("syn", "syn_ack"):
+            return False
+        packets = conn.client_packets + conn.server_packets
+        detail = (
+            f"{packets} packets without payload between {conn.client_ip}:{conn.client_port} and "
+            f"{conn.server_ip}:{conn.server_port}, connection start not captured: no session"
+        )
+        at = make_chunk(0, 0, conn.first_ts_ns, self._flow_source)
+        self._emit("anomalies", [anomaly_row("tcp", "stray_packets", None, None, at, None, detail)])
+        return True
 
     def _model_for(self, conn: Connection) -> SessionModel:
         return SessionModel(
@@ -213,6 +300,8 @@ class FlowRunner:
             return
         conn = state.tracker.connection
         if conn is None:
+            return
+        if state.model is None and not state.tracker.saw_payload and self._stray(conn):
             return
         if conn.closed or self.config.close_open:
             for event in state.tracker.flush():  # the tracker lets go of conn: pass it along

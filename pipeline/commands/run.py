@@ -76,7 +76,10 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
         ledger = Ledger(lake)
         pending = pending_batch(lake)
         if pending is not None:
-            progress(f"resuming batch {pending.batch_id} left unfinished by an earlier run")
+            progress(
+                f"resuming batch {pending.batch_id} left unfinished by an earlier run (its own "
+                "files only: files added since wait for the next run)"
+            )
             batch, skipped = pending, {}
         else:
             scan = ledger.scan(discover(config.inputs))
@@ -256,10 +259,12 @@ def format_summary(result: RunResult, lake: Path) -> str:
 
 
 def _known(by_command: dict[str, int]) -> list[tuple[str, int]]:
-    """Frame counts with commands outside STOMP (raw bytes, for non-STOMP traffic) as "other"."""
+    """Counts keyed "<direction> <command>"; commands outside STOMP (raw bytes, for non-STOMP
+    traffic) are grouped as "<direction> other"."""
     known: dict[str, int] = {}
-    for command, count in by_command.items():
-        name = command if command in ALL_COMMANDS else "other"
+    for key, count in by_command.items():
+        direction, _, command = key.partition(" ")
+        name = key if command in ALL_COMMANDS else f"{direction} other"
         known[name] = known.get(name, 0) + count
     return list(known.items())
 

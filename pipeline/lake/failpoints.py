@@ -43,6 +43,9 @@ def failpoint(name: str) -> None:
         return
     _reached[name] += 1
     if _reached[name] == count:
-        print(f"stomp-lake: failpoint {name}:{count} reached, killing pid {os.getpid()}",
-              file=sys.stderr, flush=True)
+        print(
+            f"stomp-lake: failpoint {name}:{count} reached, killing pid {os.getpid()}",
+            file=sys.stderr,
+            flush=True,
+        )
         os.kill(os.getpid(), signal.SIGKILL)

@@ -163,6 +163,26 @@ class ConnectionTracker:
             events.append(Segment(conn_id, from_client, event))
         return events
 
+    def add_bare_ack(self, src_ip: str, src_port: int, ts_ns: int) -> bool:
+        """``add`` for a packet without payload, SYN, FIN or RST (most ACKs), without building
+        it: True when taken (it makes no events); False when it needs ``add``."""
+        conn = self.connection
+        if conn is None:
+            return False
+        sender = (src_ip, src_port)
+        stream = self._streams.get(sender)
+        if stream is None:
+            return False
+        if sender == conn.client:
+            conn.client_packets += 1
+        elif sender == conn.server:
+            conn.server_packets += 1
+        else:
+            return False
+        conn.last_ts_ns = ts_ns
+        stream.touch(ts_ns)
+        return True
+
     def flush(self) -> list[ConnectionEvent]:
         """End of input for this 4-tuple: deliver what is left and close the connection."""
         events: list[ConnectionEvent] = []
@@ -174,6 +194,11 @@ class ConnectionTracker:
         """Exchange client and server of the current connection (for later events)."""
         if self.connection is not None:
             self.connection.swap_roles()
+
+    @property
+    def saw_payload(self) -> bool:
+        """Whether the current connection has carried any payload (captured or cut) so far."""
+        return any(s.offset > 0 or s.pending_bytes for s in self._streams.values())
 
     def stream(self, from_client: bool) -> StreamReassembler | None:
         """The reassembler of one direction of the current connection, if it has started."""

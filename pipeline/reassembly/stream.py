@@ -205,6 +205,11 @@ class StreamReassembler:
             self._close_holes(events)
         return events
 
+    def touch(self, ts_ns: int) -> None:
+        """A segment without payload or flags that matter (a bare ACK): ``add`` without events."""
+        if self._origin is not None:
+            self._last_ts = ts_ns
+
     def flush(self) -> list[StreamEvent]:
         """End of input: declare every remaining hole a Gap and deliver what follows it."""
         events: list[StreamEvent] = []

@@ -199,9 +199,7 @@ class SessionModel:
     def _start(self, stream: DirectionStream, offset: int, *, resync: bool) -> None:
         stream.start(offset, self._codec_version, lenient=self.options.lenient, resync=resync)
 
-    def _touch(
-        self, ts_ns: int, source: tuple[str, int] | None = None, offset: int = 0
-    ) -> Stamp:
+    def _touch(self, ts_ns: int, source: tuple[str, int] | None = None, offset: int = 0) -> Stamp:
         """The stamp of an input; one that knows its packet gives anomalies a file position."""
         at = make_stamp(ts_ns) if source is None else make_chunk(offset, offset, ts_ns, source)
         if self._first is None:

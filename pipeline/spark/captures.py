@@ -11,6 +11,7 @@ import json
 import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -68,65 +69,80 @@ def plan_tasks(paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
     return tasks
 
 
-def _packet_columns() -> dict[str, list]:
-    return {name: [] for name in PACKET_SCHEMA.names}
+PACKET_FIELDS = tuple(
+    name for name in PACKET_SCHEMA.names if name not in ("record_type", "flow_key", "detail")
+)  # the TcpPacket fields of a row (file_id comes from the task)
+
+
+def flow_keys(
+    src_ip: pa.Array, src_port: pa.Array, dst_ip: pa.Array, dst_port: pa.Array
+) -> pa.Array:
+    """`flow_key` for whole columns at once."""
+    import pyarrow.compute as pc
+
+    swap = pc.or_(  # (src_ip, src_port) > (dst_ip, dst_port), as Python compares the tuples
+        pc.greater(src_ip, dst_ip),
+        pc.and_(pc.equal(src_ip, dst_ip), pc.greater(src_port, dst_port)),
+    )
+    ip1, ip2 = pc.if_else(swap, dst_ip, src_ip), pc.if_else(swap, src_ip, dst_ip)
+    port1 = pc.cast(pc.if_else(swap, dst_port, src_port), pa.string())
+    port2 = pc.cast(pc.if_else(swap, src_port, dst_port), pa.string())
+    return pc.binary_join_element_wise(ip1, port1, ip2, port2, "|")
+
+
+_PACKET_VALUES = attrgetter(*(name for name in PACKET_FIELDS if name != "file_id"))
+
+
+def _packet_batch(file_id: int, packets: list[TcpPacket]) -> pa.RecordBatch:
+    n = len(packets)
+    names = [name for name in PACKET_FIELDS if name != "file_id"]
+    values = zip(*map(_PACKET_VALUES, packets), strict=True)  # one tuple per field
+    columns = {
+        name: pa.array(column, PACKET_SCHEMA.field(name).type)
+        for name, column in zip(names, values, strict=True)
+    }
+    columns["file_id"] = pa.repeat(pa.scalar(file_id, pa.int32()), n)
+    columns["record_type"] = pa.repeat(pa.scalar("packet"), n)
+    columns["flow_key"] = flow_keys(
+        columns["src_ip"], columns["src_port"], columns["dst_ip"], columns["dst_port"]
+    )
+    columns["detail"] = pa.nulls(n, pa.string())
+    return pa.RecordBatch.from_pydict(columns, schema=PACKET_SCHEMA)
+
+
+def _side_batch(file_id: int, rows: list[tuple[str, int | None, str]]) -> pa.RecordBatch:
+    """Anomaly and stats rows: (record_type, record_offset, detail)."""
+    n = len(rows)
+    columns = {
+        name: pa.nulls(n, field.type)
+        for name, field in zip(PACKET_SCHEMA.names, PACKET_SCHEMA, strict=True)
+    }
+    columns["record_type"] = pa.array([r[0] for r in rows], pa.string())
+    columns["file_id"] = pa.repeat(pa.scalar(file_id, pa.int32()), n)
+    columns["record_offset"] = pa.array([r[1] for r in rows], pa.int64())
+    columns["detail"] = pa.array([r[2] for r in rows], pa.string())
+    return pa.RecordBatch.from_pydict(columns, schema=PACKET_SCHEMA)
 
 
 def read_split(
     file_id: int, split: CaptureSplit, batch_rows: int = 65536
 ) -> Iterator[pa.RecordBatch]:
-    cols = _packet_columns()
     reader = CaptureReader.from_split(split)
-    appenders = [cols[name].append for name in PACKET_SCHEMA.names]
-    count = 0
+    packets: list[TcpPacket] = []
+    side: list[tuple[str, int | None, str]] = []
     for item in reader:
-        if isinstance(item, TcpPacket):
-            row = (
-                "packet",
-                flow_key(item.src_ip, item.src_port, item.dst_ip, item.dst_port),
-                file_id,
-                item.src_ip,
-                item.src_port,
-                item.dst_ip,
-                item.dst_port,
-                item.ts_ns,
-                item.seq,
-                item.ack,
-                item.flags,
-                item.window,
-                item.payload_offset,
-                item.payload_len,
-                item.wire_len,
-                item.record_offset,
-                None,
-            )
+        if type(item) is TcpPacket:
+            packets.append(item)
+            if len(packets) >= batch_rows:
+                yield _packet_batch(file_id, packets)
+                packets = []
         elif isinstance(item, CaptureAnomaly):
-            row = (
-                "anomaly",
-                None,
-                file_id,
-                *([None] * 12),
-                item.offset,
-                f"{item.kind}: {item.detail}",
-            )
-        else:
-            continue
-        for append, value in zip(appenders, row, strict=True):
-            append(value)
-        count += 1
-        if count >= batch_rows:
-            yield pa.RecordBatch.from_pydict(cols, schema=PACKET_SCHEMA)
-            cols = _packet_columns()
-            appenders = [cols[name].append for name in PACKET_SCHEMA.names]
-            count = 0
+            side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
     reader.close()
-    stats = json.dumps(asdict(reader.stats))
-    for name in PACKET_SCHEMA.names:
-        cols[name].append(None)
-    cols["record_type"][-1] = "stats"
-    cols["file_id"][-1] = file_id
-    cols["detail"][-1] = stats
-    yield pa.RecordBatch.from_pydict(cols, schema=PACKET_SCHEMA)
+    if packets:
+        yield _packet_batch(file_id, packets)
+    side.append(("stats", None, json.dumps(asdict(reader.stats))))
+    yield _side_batch(file_id, side)
 
 
 def packets_frame(

@@ -21,13 +21,23 @@ from pipeline.validation import checks
 from pipeline.validation.docs_index import write_docs_index
 from pipeline.validation.quarantine import quarantine_batch
 from pipeline.validation.results import ExpectationOutcome, outcomes_of
-from pipeline.validation.suites import SUITE_NAMES, load_suite
+from pipeline.validation.suites import SUITE_NAMES, columns_used, load_suite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 DOCS_SITE = "local_site"
 SAMPLE_ROWS = 5
+INDEX_COLUMNS = ("session_id", "frame_index")  # name the rows of a failed expectation
+ROWS_PER_PARTITION = 2_000_000  # a suite's ~20 Spark jobs cost per task: few tasks, not tiny ones
+
+
+def validation_partitions(rows: object) -> int:
+    """Partitions a table is validated in: one, unless the batch is large (``rows`` is the run's
+    own count of the table, None for the small cross-table check frames)."""
+    if not isinstance(rows, int):
+        return 1
+    return max(1, -(-rows // ROWS_PER_PARTITION))
 
 
 @dataclass(slots=True)
@@ -120,8 +130,13 @@ def validate_batch(
         from pyspark import StorageLevel
 
         mark = time.monotonic()
-        # Each expectation is a Spark job of its own: read the table once, not once per job.
-        frame = frames[name].persist(StorageLevel.MEMORY_AND_DISK)
+        # Each expectation is a Spark job of its own: read the table once, not once per job,
+        # and only the columns the suite looks at (headers and bodies are most of a table).
+        frame = frames[name]
+        used = columns_used(name, frame.columns)
+        used += [k for k in INDEX_COLUMNS if k in frame.columns and k not in used]
+        frame = frame.select(*used).coalesce(validation_partitions(counts.get(name)))
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
         result = _run_suite(definitions[name], frame, batch_id, detailed=False)
         if not result.success:  # again, with samples: cheap checks first, details on failure
             result = _run_suite(definitions[name], frame, batch_id, detailed=True)
@@ -223,7 +238,7 @@ def _run_suite(definition: Any, frame: DataFrame, batch_id: str, *, detailed: bo
     result_format: dict[str, Any] = {"result_format": "BOOLEAN_ONLY"}
     if detailed:
         result_format = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_ROWS}
-        keys = [k for k in ("session_id", "frame_index") if k in frame.columns]
+        keys = [k for k in INDEX_COLUMNS if k in frame.columns]
         if keys:
             result_format["unexpected_index_column_names"] = keys
     return definition.run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,3 +40,11 @@ def load_suite(name: str) -> ExpectationSuite:
     from great_expectations.core import ExpectationSuite
 
     return ExpectationSuite(**suite_json(name))
+
+
+def columns_used(name: str, columns: list[str]) -> list[str]:
+    """The columns (of ``columns``, in that order) that the suite's expectations name, in a
+    column argument or inside an SQL query; validating reads only these."""
+    expectations = suite_json(name).get("expectations", [])
+    text = json.dumps([e.get("kwargs", {}) for e in expectations])
+    return [c for c in columns if re.search(rf"(?<![\w.]){re.escape(c)}(?!\w)", text)]

@@ -39,10 +39,13 @@ class Flow:
             | row
         )
 
-    def run(self, *, close_open: bool = True) -> dict[str, list[dict]]:
+    def run(self, *, close_open: bool = True, columns: bool = False) -> dict[str, list[dict]]:
+        """The runner's tables, fed row by row (or all rows at once as columns)."""
         self.path.write_bytes(bytes(self.blob))
         runner = FlowRunner(RunnerConfig((str(self.path),), close_open=close_open))
-        for row in self.rows:
+        if columns:
+            runner.feed_columns({name: [r[name] for r in self.rows] for name in self.rows[0]})
+        for row in [] if columns else self.rows:
             runner.feed(row)
         runner.close()
         tables: dict[str, list[dict]] = {}
@@ -97,3 +100,41 @@ def test_frames_behind_a_lost_segment_come_before_the_close(tmp_path: Path) -> N
     assert "gap" in kinds and "data_after_eof" not in kinds
     (session,) = tables["sessions"]
     assert session["closed_by"] == "client" and session["gap_bytes"] == len(SEND)
+
+
+def test_rows_as_columns_give_the_same_tables(tmp_path: Path) -> None:
+    flow = Flow(tmp_path / "payloads")
+    flow.packet(True, 100, SYN)
+    flow.packet(False, 900, SYN | ACK, ack=101)
+    flow.packet(True, 101, ACK, ack=901)
+    flow.packet(True, 101, ACK, CONNECT, ack=901)
+    flow.packet(False, 901, ACK, ack=101 + len(CONNECT))
+    flow.packet(True, 101 + len(CONNECT), ACK, SEND, ack=901)
+    flow.packet(True, 101 + len(CONNECT) + len(SEND), FIN | ACK)
+    flow.packet(False, 901, FIN | ACK)
+    by_row = flow.run()
+    assert [f["command"] for f in by_row["frames"]] == ["CONNECT", "SEND"]
+    assert flow.run(columns=True) == by_row
+
+
+def test_last_acks_of_a_connection_closed_in_an_earlier_batch_make_no_session(
+    tmp_path: Path,
+) -> None:
+    for close_open in (True, False):
+        flow = Flow(tmp_path / "payloads")
+        flow.packet(False, 901, FIN | ACK, ack=500)  # the client's FIN came in the last batch
+        flow.packet(True, 500, ACK, ack=902)
+        tables = flow.run(close_open=close_open)
+        assert "sessions" not in tables and "_state" not in tables  # nor carried
+        (stray,) = tables["anomalies"]
+        assert stray["kind"] == "stray_packets" and stray["session_id"] is None
+        assert stray["file"] == str(flow.path) and stray["file_offset"] == 0
+        assert stray["ts_ns"] == T0 and "2 packets without payload" in stray["detail"]
+
+
+def test_a_connection_seen_from_its_middle_with_payload_is_a_session(tmp_path: Path) -> None:
+    flow = Flow(tmp_path / "payloads")
+    flow.packet(True, 500, ACK, ack=902)
+    flow.packet(True, 500, ACK, SEND, ack=902)
+    (session,) = flow.run()["sessions"]
+    assert session["c2s_frames"] == 1

@@ -132,7 +132,8 @@ def test_connections_split_across_two_runs_equal_one_run(spark, tmp_path) -> Non
     shutil.copy(first, inbox)
     carried = run(
         # validated: rows of connections still open must count as known sessions
-        RunConfig(inputs=[inbox], lake=parts.root, validate=True), progress=lambda _: None
+        RunConfig(inputs=[inbox], lake=parts.root, validate=True),
+        progress=lambda _: None,
     )
     assert carried.counts["sessions"] < 3  # connections still open were carried, not ended
     shutil.copy(second, inbox)
@@ -151,3 +152,23 @@ def test_discover_skips_partial_and_hidden_files(tmp_path) -> None:
     (tmp_path / ".c.pcap").write_bytes(b"")
     (tmp_path / "notes.txt").write_bytes(b"")
     assert [Path(p).name for p in discover([tmp_path])] == ["a.pcap"]
+
+
+def test_summary_counts_frames_by_direction_and_command(tmp_path) -> None:
+    from pipeline.commands.run import RunResult, format_summary
+
+    counts = {
+        "sessions": 1,
+        "frames": 7,
+        "messages": 3,
+        "acks": 1,
+        "heartbeats": 0,
+        "violations": 0,
+        "gap_bytes": 0,
+        "anomalies": 0,
+        "errors": 0,
+        "frames_by_command": {"c2s SEND": 3, "s2c RECEIPT": 2, "c2s GET": 1, "c2s \x16\x03": 1},
+    }
+    summary = format_summary(RunResult("b-1", 1, counts, 1.0), tmp_path)
+    line = next(line for line in summary.splitlines() if "frames by command" in line)
+    assert line.endswith("c2s SEND 3, c2s other 2, s2c RECEIPT 2")

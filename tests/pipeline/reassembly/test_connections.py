@@ -206,3 +206,31 @@ def test_canonical_key_is_the_same_both_ways() -> None:
     a = packet(1, CLIENT, SERVER, 1, ACK)[0]
     b = packet(1, SERVER, CLIENT, 1, ACK)[0]
     assert canonical_key(a) == canonical_key(b) == ("10.0.0.5", 40100, "10.0.0.9", 61613)
+
+
+T0 = 1_700_000_000_000_000_000
+
+
+def test_bare_ack_shortcut_leaves_the_tracker_as_add_does() -> None:
+    c, s = CLIENT, SERVER
+    packets = session(T0, 1000, 5000, close="none")
+    packets += [
+        packet(T0 + 10, s, c, 5011, ACK, ack=1011),
+        packet(T0 + 11, c, s, 1011, ACK, ack=5011),
+        packet(T0 + 12, ("10.9.9.9", 1), s, 7, ACK),  # another tuple: not for the shortcut
+        packet(T0 + 13, c, s, 1011, PSH | ACK, b"SEND\n\n\0"),
+        packet(T0 + 14, s, c, 5011, ACK, ack=1019),
+    ]
+    by_add, shortcut = ConnectionTracker(), ConnectionTracker()
+    taken = 0
+    for p, payload in packets:
+        events = by_add.add(p, payload)
+        bare = not payload and not p.flags & (SYN | FIN | RST)
+        if bare and shortcut.add_bare_ack(p.src_ip, p.src_port, p.ts_ns):
+            assert events == []
+            taken += 1
+        else:
+            shortcut.add(p, payload)
+    assert taken == 4  # the handshake's ACK and three later ones; not the foreign one
+    assert pickle.dumps(shortcut) == pickle.dumps(by_add)
+    assert not ConnectionTracker().add_bare_ack(*c, T0)  # no connection yet

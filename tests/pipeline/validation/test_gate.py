@@ -52,8 +52,12 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
     for table, frame in to_frames(spark, good).items():
         schema = schemas.load(table)
         write_table_batch(
-            frame, lake, table, schema=schema.spark_schema(),
-            partition_by=list(schema.partition_by), batch_id="b1",
+            frame,
+            lake,
+            table,
+            schema=schema.spark_schema(),
+            partition_by=list(schema.partition_by),
+            batch_id="b1",
         )
     finish_batch(lake, "b1")
     before = {t: read_table(spark, lake, t).count() for t in schemas.TABLES}
@@ -97,3 +101,11 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
     assert list_quarantined(lake)[0].released
     released = read_table(spark, lake, "receipts").where(f"session_id = '{SESSION}'")
     assert released.count() == 2
+
+
+def test_tables_are_validated_in_few_partitions() -> None:
+    from pipeline.validation.gate import ROWS_PER_PARTITION, validation_partitions
+
+    assert validation_partitions(None) == validation_partitions(0) == 1
+    assert validation_partitions(ROWS_PER_PARTITION) == 1
+    assert validation_partitions(ROWS_PER_PARTITION + 1) == 2

@@ -9,6 +9,7 @@ from pipeline.validation.suites import (
     CROSS_TABLE_SUITES,
     SUITE_NAMES,
     SUITES_DIR_VARIABLE,
+    columns_used,
     load_suite,
     suite_json,
 )
@@ -66,3 +67,11 @@ def test_a_suite_in_the_override_folder_replaces_the_shipped_one(tmp_path, monke
     monkeypatch.setenv(SUITES_DIR_VARIABLE, str(tmp_path))
     assert suite_json("sessions") == stricter
     assert suite_json("frames")["expectations"]  # no file there: the shipped suite
+
+
+def test_a_suite_reads_the_columns_it_names_and_no_others() -> None:
+    columns = list(schemas.load("frames").column_names)
+    used = columns_used("frames", columns)
+    assert {"session_id", "command", "content_length", "ts_end_ns"} <= set(used)  # SQL ones too
+    assert not {"headers", "header_list", "body", "body_sha256"} & set(used)
+    assert used == [c for c in columns if c in used]
