@@ -131,8 +131,10 @@ def generate(args: argparse.Namespace) -> GeneratedCapture:
         connections=args.connections,
         concurrent=min(args.connections, 60),
         files=args.files,
+        segment_bytes=args.segment_bytes,
     )
-    return generate_files(spec, args.data / f"ingest-{args.mb:g}mb")
+    name = f"ingest-{args.mb:g}mb-{args.connections}c-{args.segment_bytes}b"
+    return generate_files(spec, args.data / name)
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
@@ -207,6 +209,7 @@ def report(
             "stomp_bytes": capture.stomp_bytes,
             "packets": capture.packets,
             "connections": capture.connections,
+            "segment_bytes": capture.spec.segment_bytes,
             "frames": sum(capture.frames.values()),
             "heartbeats": capture.heartbeats,
             "generated_in_s": capture.seconds,
@@ -248,7 +251,8 @@ def markdown(result: dict) -> str:
         "",
         f"{cap['file_bytes'] / 1e6:.0f} MB in {cap['files']} rotated pcapng files "
         f"(benchmarks/traffic.py: {cap['connections']} broker-like STOMP connections, "
-        f"{cap['packets']} packets, 1460-byte segments, {cap['frames']} frames and "
+        f"{cap['packets']} packets, {cap['segment_bytes']}-byte segments, "
+        f"{cap['frames']} frames and "
         f"{cap['heartbeats']} heart-beats). Fastest of {result['repeat']} rounds; "
         f"{before['cpu_count']} CPUs shared with other work: 1-minute load average "
         f"{before['load_average_1min']} before, {after['load_average_1min']} after "
@@ -302,10 +306,10 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def write(result: dict, out: Path) -> None:
+def write(result: dict, out: Path, stem: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "ingest.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "ingest.md").write_text(markdown(result))
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(markdown(result))
 
 
 def main() -> None:
@@ -315,13 +319,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200)
     parser.add_argument("--files", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=300)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument(
+        "--segment-bytes",
+        type=int,
+        default=1460,
+        help="65483: the 64 KiB packets loopback GSO captures show",
+    )
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     result = run(args)
-    write(result, args.out)
+    stem = "ingest" if args.segment_bytes == 1460 else f"ingest-{args.segment_bytes}b"
+    write(result, args.out, stem)
     print(markdown(result))
 
 

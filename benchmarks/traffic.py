@@ -4,9 +4,10 @@ Connections come and go (several hundred over a capture, `concurrent` open at on
 clients and one broker on port 61613; each is a producer (SEND, a receipt asked for every few
 messages, answered by RECEIPT) or a consumer (SUBSCRIBE, MESSAGEs, ACK in client-individual
 mode), with heart-beats negotiated at CONNECT and sent now and then, DISCONNECT with a receipt
-and FIN at the end. Frames are cut into 1460-byte segments; every write is answered by a pure
-ACK from the peer. Packets are made by capture/tcp_synth.py and written by capture/writer.py's
-rotating writer (the capture proxy's own), so the files are what stomp-capture writes.
+and FIN at the end. Frames are cut into 1460-byte segments (or `segment_bytes`); every write is
+answered by a pure ACK from the peer. Packets are made by capture/tcp_synth.py and written by
+capture/writer.py's rotating writer (the capture proxy's own), so the files are what
+stomp-capture writes.
 
     from benchmarks.traffic import TrafficSpec, generate_files
     capture = generate_files(TrafficSpec(total_bytes=200_000_000), Path("work/bench/x"))
@@ -49,6 +50,7 @@ class TrafficSpec:
     heartbeat_ms: int = 10_000
     receipt_every: int = 5
     seed: int = 1
+    segment_bytes: int = MSS  # 65483: the 64 KiB packets loopback GSO captures show
 
 
 @dataclass(slots=True)
@@ -128,11 +130,12 @@ class _Generator:
         return self.now
 
     def _write(self, conn: _Connection, side: Side, data: bytes) -> None:
-        """One write: segments of up to MSS, 12 us apart (1 Gbit/s), then the peer's ACK."""
+        """One write: segments of up to segment_bytes, 12 us apart, then the peer's ACK."""
         ts = self._tick()
         packets = []
-        for start in range(0, len(data), MSS):
-            packets += conn.conv.data(side, ts, data[start : start + MSS])
+        size = self.spec.segment_bytes
+        for start in range(0, len(data), size):
+            packets += conn.conv.data(side, ts, data[start : start + size])
             ts += 12_000
         self.now = ts
         packets.append(conn.conv.ack(side.other, self._tick(40_000)))
@@ -140,8 +143,14 @@ class _Generator:
         self.stomp_bytes += len(data)
         conn.budget -= len(data)
 
-    def _frame(self, conn: _Connection, side: Side, command: str, headers: list[tuple[str, str]],
-               body: bytes = b"") -> None:
+    def _frame(
+        self,
+        conn: _Connection,
+        side: Side,
+        command: str,
+        headers: list[tuple[str, str]],
+        body: bytes = b"",
+    ) -> None:
         head = "".join(f"{k}:{v}\n" for k, v in headers)
         data = f"{command}\n{head}\n".encode() + body + b"\x00"
         if side is Side.SERVER:
@@ -163,19 +172,41 @@ class _Generator:
         conn = _Connection(index, conv, producer, destination, budget)
         self._emit(conv.handshake(self._tick(), self._tick()))
         beat = self.spec.heartbeat_ms
-        self._frame(conn, Side.CLIENT, "CONNECT", [
-            ("accept-version", "1.1,1.2"), ("host", "/"), ("login", f"app{index % 17}"),
-            ("passcode", "secret"), ("heart-beat", f"{beat},{beat}"),
-        ])
-        self._frame(conn, Side.SERVER, "CONNECTED", [
-            ("version", "1.2"), ("session", f"ID:broker-{index}"), ("server", "ActiveMQ/5.17.2"),
-            ("heart-beat", f"{beat},{beat}"),
-        ])
+        self._frame(
+            conn,
+            Side.CLIENT,
+            "CONNECT",
+            [
+                ("accept-version", "1.1,1.2"),
+                ("host", "/"),
+                ("login", f"app{index % 17}"),
+                ("passcode", "secret"),
+                ("heart-beat", f"{beat},{beat}"),
+            ],
+        )
+        self._frame(
+            conn,
+            Side.SERVER,
+            "CONNECTED",
+            [
+                ("version", "1.2"),
+                ("session", f"ID:broker-{index}"),
+                ("server", "ActiveMQ/5.17.2"),
+                ("heart-beat", f"{beat},{beat}"),
+            ],
+        )
         if not producer:
-            self._frame(conn, Side.CLIENT, "SUBSCRIBE", [
-                ("id", "sub-0"), ("destination", destination), ("ack", "client-individual"),
-                ("receipt", f"sub-{index}"),
-            ])
+            self._frame(
+                conn,
+                Side.CLIENT,
+                "SUBSCRIBE",
+                [
+                    ("id", "sub-0"),
+                    ("destination", destination),
+                    ("ack", "client-individual"),
+                    ("receipt", f"sub-{index}"),
+                ],
+            )
             self._frame(conn, Side.SERVER, "RECEIPT", [("receipt-id", f"sub-{index}")])
         self.opened += 1
         return conn
@@ -191,8 +222,12 @@ class _Generator:
         conn.sent += 1
         body = self.body.make()
         if conn.producer:
-            headers = [("destination", conn.destination), ("content-type", "application/json"),
-                       ("content-length", str(len(body))), ("persistent", "true")]
+            headers = [
+                ("destination", conn.destination),
+                ("content-type", "application/json"),
+                ("content-length", str(len(body))),
+                ("persistent", "true"),
+            ]
             receipt = conn.sent % self.spec.receipt_every == 0
             if receipt:
                 headers.append(("receipt", f"r-{conn.index}-{conn.sent}"))
@@ -201,11 +236,20 @@ class _Generator:
                 self._frame(conn, Side.SERVER, "RECEIPT", [("receipt-id", headers[-1][1])])
             return
         message_id = f"ID:broker-{conn.index}-1:1:1:{conn.sent}"
-        self._frame(conn, Side.SERVER, "MESSAGE", [
-            ("subscription", "sub-0"), ("message-id", message_id), ("ack", message_id),
-            ("destination", conn.destination), ("content-type", "application/json"),
-            ("content-length", str(len(body))),
-        ], body)
+        self._frame(
+            conn,
+            Side.SERVER,
+            "MESSAGE",
+            [
+                ("subscription", "sub-0"),
+                ("message-id", message_id),
+                ("ack", message_id),
+                ("destination", conn.destination),
+                ("content-type", "application/json"),
+                ("content-length", str(len(body))),
+            ],
+            body,
+        )
         conn.unacked.append(message_id)
         if len(conn.unacked) >= self.rng.choice((1, 1, 2, 4)):
             for ack in conn.unacked:
@@ -251,9 +295,10 @@ def _matches(folder: Path, spec: TrafficSpec) -> GeneratedCapture | None:
     if saved.get("spec") != asdict(spec):
         return None
     paths = [Path(p) for p in saved["paths"]]
-    if not all(p.exists() for p in paths) or sum(p.stat().st_size for p in paths) != saved[
-        "file_bytes"
-    ]:
+    if (
+        not all(p.exists() for p in paths)
+        or sum(p.stat().st_size for p in paths) != saved["file_bytes"]
+    ):
         return None
     saved["spec"] = spec
     saved["paths"] = paths

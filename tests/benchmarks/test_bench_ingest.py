@@ -23,14 +23,16 @@ pytestmark = [
 
 
 def test_a_tiny_run_writes_its_results(tmp_path: Path) -> None:
-    command = [
+    command = [  # the loopback-GSO variant: 64 KiB IP packets
         sys.executable, "-m", "benchmarks.bench_ingest", "--mb", "1", "--files", "3",
         "--connections", "8", "--repeat", "1", "--data", str(tmp_path / "data"),
+        "--segment-bytes", "65483",
         "--out", str(tmp_path),
     ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads((tmp_path / "ingest.json").read_text())
+    result = json.loads((tmp_path / "ingest-65483b.json").read_text())
+    assert result["capture"]["segment_bytes"] == 65483
     assert result["check"]["all_seen"], result["check"]
     rows = result["rows"]
     assert len(rows) == 4 and all(row["seconds"] > 0 for row in rows.values())
@@ -40,5 +42,5 @@ def test_a_tiny_run_writes_its_results(tmp_path: Path) -> None:
     assert ours["cpu_seconds"]["flow_pass"]["java"] > 0
     assert ours["peak_rss_mb"] > 100 and ours["peak_processes"] >= 2  # driver and JVM at least
     assert set(result["time_ratio_to_ours"]) == set(rows) - {next(iter(rows))}
-    report = (tmp_path / "ingest.md").read_text()
+    report = (tmp_path / "ingest-65483b.md").read_text()
     assert "| tcpflow, 1 process |" in report and "Check:" in report
