@@ -143,6 +143,7 @@ class FlowRunner:
         flow = self._state
         if (
             flow is not None
+            and not payload_len
             and not wire_len
             and not flags & (SYN | FIN | RST)
             and flow.tracker.add_bare_ack(src_ip, src_port, ts_ns)

@@ -69,9 +69,12 @@ def plan_tasks(paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
     return tasks
 
 
-PACKET_FIELDS = tuple(
-    name for name in PACKET_SCHEMA.names if name not in ("record_type", "flow_key", "detail")
-)  # the TcpPacket fields of a row (file_id comes from the task)
+TCP_FIELDS = tuple(
+    name
+    for name in PACKET_SCHEMA.names
+    if name not in ("record_type", "flow_key", "file_id", "detail")
+)  # the columns a TcpPacket fills, in schema order
+_TCP_VALUES = attrgetter(*TCP_FIELDS)
 
 
 def flow_keys(
@@ -90,16 +93,12 @@ def flow_keys(
     return pc.binary_join_element_wise(ip1, port1, ip2, port2, "|")
 
 
-_PACKET_VALUES = attrgetter(*(name for name in PACKET_FIELDS if name != "file_id"))
-
-
 def _packet_batch(file_id: int, packets: list[TcpPacket]) -> pa.RecordBatch:
     n = len(packets)
-    names = [name for name in PACKET_FIELDS if name != "file_id"]
-    values = zip(*map(_PACKET_VALUES, packets), strict=True)  # one tuple per field
+    values = zip(*map(_TCP_VALUES, packets), strict=True)  # one tuple per field
     columns = {
         name: pa.array(column, PACKET_SCHEMA.field(name).type)
-        for name, column in zip(names, values, strict=True)
+        for name, column in zip(TCP_FIELDS, values, strict=True)
     }
     columns["file_id"] = pa.repeat(pa.scalar(file_id, pa.int32()), n)
     columns["record_type"] = pa.repeat(pa.scalar("packet"), n)
