@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn
 
 from pipeline.spark.session import DEFAULT_MASTER
 
@@ -158,5 +161,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_from_args(args)
 
 
+def run_cli() -> NoReturn:
+    """The `stomp-lake` program: ``main()``, then an exit that skips interpreter teardown.
+
+    Native thread pools (Arrow's, delta-rs's) can abort a process at teardown after all its work
+    is done ("terminate called without an active exception", exit -6: apache/arrow#34314,
+    delta-io/delta-rs#2184). Everything is written and committed by then, so once the output is
+    flushed the process leaves at once; Spark's JVM exits by itself when its stdin closes."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli()
