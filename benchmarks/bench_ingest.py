@@ -34,6 +34,7 @@ from benchmarks.measure import (
     cpu_seconds_by_command,
     cpu_used,
     machine,
+    report_and_exit,
     run_measured,
 )
 from benchmarks.traffic import GeneratedCapture, TrafficSpec, generate_files
@@ -314,8 +315,7 @@ def write(result: dict, out: Path, stem: str) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == CHILD_FLAG:
-        print(json.dumps(ours_child(sys.argv[2:])))
-        return
+        report_and_exit(ours_child(sys.argv[2:]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=200)
     parser.add_argument("--files", type=int, default=8)

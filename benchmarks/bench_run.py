@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.measure import Measured, machine, run_measured
+from benchmarks.measure import Measured, machine, report_and_exit, run_measured
 from benchmarks.traffic import GeneratedCapture, TrafficSpec, generate_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -253,8 +253,7 @@ def write(result: dict, out: Path) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == CHILD_FLAG:
-        print(json.dumps(run_child(sys.argv[2], sys.argv[3])))
-        return
+        report_and_exit(run_child(sys.argv[2], sys.argv[3]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gb", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--connections", type=int, default=600)
