@@ -9,7 +9,10 @@ expectation fails, quarantines the batch and raises :class:`ValidationFailed`.
 from __future__ import annotations
 
 import json
+import queue
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +33,9 @@ DOCS_SITE = "local_site"
 SAMPLE_ROWS = 5
 INDEX_COLUMNS = ("session_id", "frame_index")  # name the rows of a failed expectation
 ROWS_PER_PARTITION = 2_000_000  # a suite's ~20 Spark jobs cost per task: few tasks, not tiny ones
+# Suites run side by side: their Spark jobs are small and mostly driver time (planning, code
+# generation, scheduling), which two suites in flight overlap with each other's tasks.
+SUITE_THREADS = 2
 
 
 def validation_partitions(rows: object) -> int:
@@ -125,6 +131,14 @@ def validate_batch(
     context = _context(lake, batch_id)
     timings["gx_setup"] = time.monotonic() - mark
     definitions = {name: _definition(context, name) for name in SUITE_NAMES}
+    samples: dict[str, DataFrame] = {}
+    # GX's Spark engine runs `unexpected_rows_expectation` queries on a temp view it always names
+    # `tmp_view`: each suite in flight gets a Spark session of its own (same context and cache)
+    # so that suites can run side by side without reading each other's rows.
+    sessions: queue.SimpleQueue[SparkSession] = queue.SimpleQueue()
+    for _ in range(SUITE_THREADS):
+        sessions.put(spark.newSession())
+    global_views = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
 
     def run_suite(name: str) -> tuple[str, Any, float]:
         from pyspark import StorageLevel
@@ -137,24 +151,32 @@ def validate_batch(
         used += [k for k in INDEX_COLUMNS if k in frame.columns and k not in used]
         frame = frame.select(*used).coalesce(validation_partitions(counts.get(name)))
         frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-        result = _run_suite(definitions[name], frame, batch_id, detailed=False)
-        if not result.success:  # again, with samples: cheap checks first, details on failure
-            result = _run_suite(definitions[name], frame, batch_id, detailed=True)
+        view = f"stomp_lake_validate_{name}_{uuid.uuid4().hex}"
+        frame.createGlobalTempView(view)
+        session = sessions.get()
+        try:
+            definition, engine = definitions[name]
+            engine.spark = session
+            own = session.table(f"{global_views}.{view}")
+            result = _run_suite(definition, own, batch_id, detailed=False)
+            if not result.success:  # again, with samples: cheap checks first, details on failure
+                result = _run_suite(definition, own, batch_id, detailed=True)
+        finally:
+            sessions.put(session)
+            spark.catalog.dropGlobalTempView(view)
         if not result.success:
             samples[name] = frame  # kept cached for the sample rows of the report
         else:
             frame.unpersist()
         return name, result, time.monotonic() - mark
 
-    samples: dict[str, DataFrame] = {}
-
-    # Sequential on purpose: GX's Spark engine runs `unexpected_rows_expectation` queries on a
-    # temp view it always names `tmp_view`, so suites in parallel would read each other's rows.
     mark = time.monotonic()
     results = {}
-    for name, result, seconds in map(run_suite, SUITE_NAMES):
-        results[name] = result
-        timings[name] = seconds
+    order = sorted(SUITE_NAMES, key=lambda name: -_expected_cost(name, counts))
+    with ThreadPoolExecutor(SUITE_THREADS, thread_name_prefix="validate") as pool:
+        for name, result, seconds in pool.map(run_suite, order):
+            results[name] = result
+            timings[name] = seconds
     timings["suites"] = time.monotonic() - mark
     docs_index = None
     if build_docs:
@@ -221,15 +243,25 @@ def _context(lake: Lake, batch_id: str) -> Any:
     return context
 
 
-def _definition(context: Any, name: str) -> Any:
+def _definition(context: Any, name: str) -> tuple[Any, Any]:
+    """The suite's validation definition and its data source's execution engine (whose Spark
+    session the caller sets). The gate persists each frame itself: the engine does not."""
     import great_expectations as gx
 
-    source = context.data_sources.add_spark(f"{name}_source")
+    source = context.data_sources.add_spark(f"{name}_source", persist=False)
     batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("batch")
     suite = context.suites.add(load_suite(name))
-    return context.validation_definitions.add(
+    definition = context.validation_definitions.add(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
+    return definition, source.get_execution_engine()
+
+
+def _expected_cost(name: str, counts: dict[str, Any]) -> int:
+    """Rows a suite reads, to start the longest suites first (the session checks aggregate
+    the frames)."""
+    rows = counts.get("frames" if name == "session_consistency" else name)
+    return rows if isinstance(rows, int) else 0
 
 
 def _run_suite(definition: Any, frame: DataFrame, batch_id: str, *, detailed: bool) -> Any:

@@ -11,6 +11,7 @@ from pipeline.lake import Lake, begin_batch, finish_batch, write_table_batch
 from pipeline.lake.reader import read_table
 from pipeline.validation.gate import ValidationFailed, validate_batch
 from pipeline.validation.quarantine import list_quarantined, release_batch
+from pipeline.validation.suites import SUITE_NAMES
 from tests.pipeline.validation.batch_rows import SESSION, counts_of, good_batch, to_frames
 
 
@@ -109,3 +110,38 @@ def test_tables_are_validated_in_few_partitions() -> None:
     assert validation_partitions(None) == validation_partitions(0) == 1
     assert validation_partitions(ROWS_PER_PARTITION) == 1
     assert validation_partitions(ROWS_PER_PARTITION + 1) == 2
+
+
+def test_suites_in_flight_query_their_own_session(spark, tmp_path: Path, monkeypatch) -> None:
+    # GX names every query's temp view `tmp_view`: suites run side by side only because each
+    # engine's session is the one that owns the frame it checks, never the shared session.
+    from great_expectations.execution_engine import SparkDFExecutionEngine
+
+    seen: list[tuple[int, bool, bool]] = []
+    compute_domain = SparkDFExecutionEngine.get_compute_domain
+
+    def spy(self, *args, **kwargs):
+        frame, *rest = compute_domain(self, *args, **kwargs)
+        seen.append((id(self), self.spark is frame.sparkSession, self.spark is spark))
+        return (frame, *rest)
+
+    monkeypatch.setattr(SparkDFExecutionEngine, "get_compute_domain", spy)
+    lake = Lake(tmp_path / "lake").ensure()
+    rows = good_batch("b1")
+    report = validate_batch(
+        spark, lake, "b1", to_frames(spark, rows), counts_of(rows), build_docs=False
+    )
+
+    assert report.success, report.describe()
+    assert len({engine for engine, _, _ in seen}) == len(SUITE_NAMES)
+    assert all(owns for _, owns, _ in seen)
+    assert not any(shared for _, _, shared in seen)
+
+
+def test_longest_suites_start_first() -> None:
+    from pipeline.validation.gate import _expected_cost
+
+    counts = {"frames": 900, "acks": 10, "sessions": "n/a"}
+    assert _expected_cost("session_consistency", counts) == 900
+    assert _expected_cost("acks", counts) == 10
+    assert _expected_cost("sessions", counts) == _expected_cost("receipts", counts) == 0
