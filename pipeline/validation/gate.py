@@ -250,7 +250,7 @@ def _definition(context: Any, name: str) -> tuple[Any, Any]:
 
     source = context.data_sources.add_spark(f"{name}_source", persist=False)
     batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("batch")
-    suite = context.suites.add(load_suite(name))
+    suite = context.suites.add(load_suite(name, counted=True))
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )

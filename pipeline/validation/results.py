@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipeline.validation.samples import sample_rows
+from pipeline.validation.suites import ROW_QUERY, stored_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,7 +37,7 @@ def outcomes_of(
         outcome = _outcome(suite, expectation, samples)
         if not outcome.success and frame is not None and outcome.error is None:
             config = expectation.expectation_config
-            rows = sample_rows(frame, config.type, dict(config.kwargs), samples)
+            rows = sample_rows(frame, outcome.expectation, dict(config.kwargs), samples)
             if rows:
                 outcome.samples = [_plain(r) for r in rows]
         outcomes.append(outcome)
@@ -45,14 +46,15 @@ def outcomes_of(
 
 def _outcome(suite: str, result: Any, samples: int) -> ExpectationOutcome:
     config = result.expectation_config
+    kind = stored_type(config.type)
     kwargs = dict(config.kwargs)
-    description = config.description or _describe(config.type, kwargs)
+    description = config.description or _describe(kind, kwargs)
     details = result.result or {}
     error = None
     info = result.exception_info or {}
     if info.get("raised_exception"):
         error = str(info.get("exception_message"))
-    if config.type == "unexpected_rows_expectation":
+    if kind == ROW_QUERY:
         rows = (details.get("details") or {}).get("unexpected_rows") or []
         count = details.get("observed_value")
         found = [_plain(r) for r in rows[:samples]]
@@ -66,7 +68,7 @@ def _outcome(suite: str, result: Any, samples: int) -> ExpectationOutcome:
         found = [_plain(r) for r in found[:samples]]
     return ExpectationOutcome(
         suite=suite,
-        expectation=config.type,
+        expectation=kind,
         description=description,
         success=bool(result.success) and error is None,  # an expectation that broke fails
         unexpected_count=count if isinstance(count, int) else None,
