@@ -138,7 +138,7 @@ def test_suites_in_flight_query_their_own_session(spark, tmp_path: Path, monkeyp
     assert not any(shared for _, _, shared in seen)
 
 
-def test_longest_suites_start_first() -> None:
+def test_a_suite_costs_the_rows_it_reads() -> None:
     from pipeline.validation.gate import _expected_cost
 
     counts = {"frames": 900, "acks": 10, "sessions": "n/a"}
