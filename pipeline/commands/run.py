@@ -128,13 +128,17 @@ def _run_batch(
     from pipeline.spark.flows import STATE_KIND, flow_pass, split_tables
     from pipeline.spark.session import build_spark
     from pipeline.spark.summary import capture_stats, table_counts
+    from pipeline.validation.preload import preloading_while
 
     timings: dict[str, float] = {}
     mark = time.monotonic()
     paths = [f.path for f in files]
     progress(f"batch {batch_id}: {len(paths)} capture files")
     cleanup_lake(lake)
-    spark = build_spark(config.master)
+    if config.validate:
+        spark = preloading_while(lambda: build_spark(config.master))
+    else:
+        spark = build_spark(config.master)
     timings["spark_start"] = _lap(mark)
     mark = time.monotonic()
     progress("stage 1/4: reading packets")
@@ -154,9 +158,9 @@ def _run_batch(
     timings["compute"] = _lap(mark)
     report = None
     if config.validate:
+        mark = time.monotonic()
         from pipeline.validation.gate import ValidationFailed, validate_batch
 
-        mark = time.monotonic()
         progress("stage 3/4: validating")
         open_sessions = tagged.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
         try:

@@ -9,9 +9,11 @@ expectation fails, quarantines the batch and raises :class:`ValidationFailed`.
 from __future__ import annotations
 
 import json
+import multiprocessing.synchronize  # noqa: F401  tqdm's lock (GX's progress), made by a suite thread
 import queue
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import schemas
 from pipeline.lake.layout import Lake, make_private_dir, private_umask
+from pipeline.lake.reader import read_table
 from pipeline.lake.statefile import write_json_atomic
 from pipeline.validation import checks
 from pipeline.validation.docs_index import write_docs_index
 from pipeline.validation.quarantine import quarantine_batch
 from pipeline.validation.results import ExpectationOutcome, outcomes_of
-from pipeline.validation.suites import SUITE_NAMES, columns_used, load_suite
+from pipeline.validation.suites import CROSS_TABLE_SUITES, SUITE_NAMES, columns_used, load_suite
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -32,18 +35,9 @@ if TYPE_CHECKING:
 DOCS_SITE = "local_site"
 SAMPLE_ROWS = 5
 INDEX_COLUMNS = ("session_id", "frame_index")  # name the rows of a failed expectation
-ROWS_PER_PARTITION = 2_000_000  # a suite's ~20 Spark jobs cost per task: few tasks, not tiny ones
 # Suites run side by side: their Spark jobs are small, and much of each one's cost is per query
 # (planning, code generation and its JIT compilation), which two suites in flight overlap.
 SUITE_THREADS = 2
-
-
-def validation_partitions(rows: object) -> int:
-    """Partitions a table is validated in: one, unless the batch is large (``rows`` is the run's
-    own count of the table, None for the small cross-table check frames)."""
-    if not isinstance(rows, int):
-        return 1
-    return max(1, -(-rows // ROWS_PER_PARTITION))
 
 
 @dataclass(slots=True)
@@ -122,15 +116,29 @@ def validate_batch(
     if missing:
         raise ValueError(f"validate_batch needs every table; missing {missing}")
     frames = {name: tables[name] for name in schemas.TABLES}
-    known = _known_sessions(spark, lake, open_sessions)
-    frames["session_consistency"] = checks.session_checks(tables, known).cache()
-    frames["batch_consistency"] = checks.batch_checks(spark, tables, counts)
-    timings["checks"] = time.monotonic() - started
 
-    mark = time.monotonic()
-    context = _context(lake, batch_id)
-    timings["gx_setup"] = time.monotonic() - mark
-    definitions = {name: _definition(context, name) for name in SUITE_NAMES}
+    def cross_table_frames() -> dict[str, DataFrame]:
+        mark = time.monotonic()
+        known = _known_sessions(spark, lake, open_sessions)
+        found = {
+            "session_consistency": checks.session_checks(tables, known).cache(),
+            "batch_consistency": checks.batch_checks(spark, tables, counts),
+        }
+        timings["checks"] = time.monotonic() - mark
+        return found
+
+    # The cross-table checks are Spark jobs, GX's set-up is Python: each runs while the other
+    # waits. The checks import nothing: all they need is imported with this module
+    # (tests/pipeline/validation/test_preload.py checks that no two threads import at once).
+    with ThreadPoolExecutor(1, thread_name_prefix="validate-checks") as pool:
+        cross_table = pool.submit(cross_table_frames)
+        mark = time.monotonic()
+        context = _context(lake, batch_id)
+        definitions = {name: _definition(context, name, frames[name]) for name in schemas.TABLES}
+        timings["gx_setup"] = time.monotonic() - mark
+        frames.update(cross_table.result())
+    for name in CROSS_TABLE_SUITES:
+        definitions[name] = _definition(context, name, frames[name])
     # GX's Spark engine runs `unexpected_rows_expectation` queries on a temp view it always names
     # `tmp_view`: each suite in flight gets a Spark session of its own (same context and cache)
     # so that suites can run side by side without reading each other's rows.
@@ -140,19 +148,19 @@ def validate_batch(
     global_views = spark.conf.get("spark.sql.globalTempDatabase", "global_temp")
 
     def run_suite(name: str) -> tuple[str, Any, float]:
-        from pyspark import StorageLevel
-
         mark = time.monotonic()
-        # Each expectation is a Spark job of its own: read the table once, not once per job,
-        # and only the columns the suite looks at (headers and bodies are most of a table).
+        # Only the columns the suite looks at (headers and bodies are most of a table). Not
+        # cached: a suite reads its table in a few jobs (its aggregates in one, each query that
+        # is more than a filter in one), and Parquet's column reads cost less than building a
+        # cache would.
         frame = frames[name]
         used = columns_used(name, frame.columns)
         used += [k for k in INDEX_COLUMNS if k in frame.columns and k not in used]
-        frame = frame.select(*used).coalesce(validation_partitions(counts.get(name)))
-        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        frame = frame.select(*used)
         view = f"stomp_lake_validate_{name}_{uuid.uuid4().hex}"
         frame.createGlobalTempView(view)
         session = sessions.get()
+        session.sparkContext.setJobDescription(f"stomp-lake validate {batch_id} {name}")
         try:
             definition, engine = definitions[name]
             engine.spark = session
@@ -161,9 +169,9 @@ def validate_batch(
             if not result.success:  # again, with samples: cheap checks first, details on failure
                 result = _run_suite(definition, own, batch_id, detailed=True)
         finally:
+            session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
             sessions.put(session)
             spark.catalog.dropGlobalTempView(view)
-            frame.unpersist()  # sample rows come from the whole table, not this projection
         return name, result, time.monotonic() - mark
 
     mark = time.monotonic()
@@ -212,8 +220,6 @@ def validate_batch(
 
 
 def _known_sessions(spark: SparkSession, lake: Lake, open_sessions: DataFrame | None) -> DataFrame:
-    from pipeline.lake.reader import read_table
-
     schema = schemas.load("sessions").spark_schema()
     known = read_table(spark, lake, "sessions", schema=schema).select("session_id")
     if open_sessions is not None:
@@ -237,18 +243,35 @@ def _context(lake: Lake, batch_id: str) -> Any:
     return context
 
 
-def _definition(context: Any, name: str) -> tuple[Any, Any]:
+def _definition(context: Any, name: str, frame: DataFrame) -> tuple[Any, Any]:
     """The suite's validation definition and its data source's execution engine (whose Spark
-    session the caller sets). The gate persists each frame itself: the engine does not."""
+    session the caller sets). The engine persists no frame (see ``run_suite``)."""
     import great_expectations as gx
 
     source = context.data_sources.add_spark(f"{name}_source", persist=False)
     batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("batch")
-    suite = context.suites.add(load_suite(name, counted=True))
+    suite = context.suites.add(load_suite(name, counted=True, foldable=_resolves_on(frame)))
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
     return definition, source.get_execution_engine()
+
+
+def _resolves_on(frame: DataFrame) -> Callable[[str], bool]:
+    """Whether a row filter's condition is an expression Spark resolves on ``frame`` (analysis
+    only, no job): a filter that does not stays a query of its own, so that its error is
+    reported on it alone, not on every aggregate computed with it."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    def resolves(condition: str) -> bool:
+        try:
+            frame.select(F.count(F.when(F.expr(condition), F.lit(1))))
+        except AnalysisException:
+            return False
+        return True
+
+    return resolves
 
 
 def _expected_cost(name: str, counts: dict[str, Any]) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,14 @@ SUITE_NAMES: tuple[str, ...] = (*schemas.TABLES, *CROSS_TABLE_SUITES)
 SUITES_DIR_VARIABLE = "STOMP_LAKE_SUITES_DIR"
 ROW_QUERY = "unexpected_rows_expectation"
 COUNTED_ROW_QUERY = "unexpected_row_count_expectation"  # pipeline.validation.expectations
+FILTER_ROW_QUERY = "unexpected_filter_row_count_expectation"  # pipeline.validation.expectations
+_FILTER_QUERY = re.compile(
+    r"\s*SELECT\s+\*\s+FROM\s+\{batch\}\s+WHERE\s+(?P<condition>.+?)\s*;?\s*", re.I | re.S
+)
+# Words that make a WHERE clause more than a test of one row: such queries run as they are.
+_NOT_ROW_LOCAL = re.compile(
+    r"\b(select|from|join|group|order|limit|having|union|over)\b|[{}]", re.I
+)
 
 
 def suite_json(name: str) -> dict[str, Any]:
@@ -37,30 +46,49 @@ def suite_json(name: str) -> dict[str, Any]:
     return json.loads(text)
 
 
-def load_suite(name: str, *, counted: bool = False) -> ExpectationSuite:
+def load_suite(
+    name: str, *, counted: bool = False, foldable: Callable[[str], bool] = lambda _: True
+) -> ExpectationSuite:
     """The suite as a GX object (imports great_expectations, which takes seconds); ``counted``:
-    as the gate runs it, row queries counted (:mod:`pipeline.validation.expectations`)."""
+    as the gate runs it (:func:`counting_row_queries`, ``foldable`` as there)."""
     from great_expectations.core import ExpectationSuite
 
     if not counted:
         return ExpectationSuite(**suite_json(name))
-    import pipeline.validation.expectations  # noqa: F401  registers the counted type with GX
+    import pipeline.validation.expectations  # noqa: F401  registers the gate's types with GX
 
-    return ExpectationSuite(**counting_row_queries(suite_json(name)))
+    return ExpectationSuite(**counting_row_queries(suite_json(name), foldable))
 
 
-def counting_row_queries(suite: dict[str, Any]) -> dict[str, Any]:
-    """The suite (as stored JSON) with its row queries counted, not fetched."""
-    expectations = [
-        {**e, "type": COUNTED_ROW_QUERY} if e.get("type") == ROW_QUERY else e
-        for e in suite.get("expectations", [])
-    ]
-    return {**suite, "expectations": expectations}
+def counting_row_queries(
+    suite: dict[str, Any], foldable: Callable[[str], bool] = lambda _: True
+) -> dict[str, Any]:
+    """The suite (as stored JSON) with its row queries counted, not fetched: a query that only
+    filters rows (:func:`row_filter`) and whose condition ``foldable`` accepts becomes a count
+    computed with the suite's other aggregates; any other query runs as it is, counted."""
+
+    def as_run(expectation: dict[str, Any]) -> dict[str, Any]:
+        if expectation.get("type") != ROW_QUERY:
+            return expectation
+        condition = row_filter(expectation.get("kwargs", {}).get("unexpected_rows_query"))
+        kind = FILTER_ROW_QUERY if condition and foldable(condition) else COUNTED_ROW_QUERY
+        return {**expectation, "type": kind}
+
+    return {**suite, "expectations": [as_run(e) for e in suite.get("expectations", [])]}
+
+
+def row_filter(query: object) -> str | None:
+    """The condition of a query of the form ``SELECT * FROM {batch} WHERE <condition>`` when
+    the condition tests each row on its own (no subquery, no template field), else None."""
+    match = _FILTER_QUERY.fullmatch(query) if isinstance(query, str) else None
+    if match is None or _NOT_ROW_LOCAL.search(match["condition"]):
+        return None
+    return match["condition"]
 
 
 def stored_type(kind: str) -> str:
     """The expectation type the suite stores for a type the gate ran."""
-    return ROW_QUERY if kind == COUNTED_ROW_QUERY else kind
+    return ROW_QUERY if kind in (COUNTED_ROW_QUERY, FILTER_ROW_QUERY) else kind
 
 
 def columns_used(name: str, columns: list[str]) -> list[str]:

@@ -104,14 +104,6 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
     assert released.count() == 2
 
 
-def test_tables_are_validated_in_few_partitions() -> None:
-    from pipeline.validation.gate import ROWS_PER_PARTITION, validation_partitions
-
-    assert validation_partitions(None) == validation_partitions(0) == 1
-    assert validation_partitions(ROWS_PER_PARTITION) == 1
-    assert validation_partitions(ROWS_PER_PARTITION + 1) == 2
-
-
 def test_suites_in_flight_query_their_own_session(spark, tmp_path: Path, monkeypatch) -> None:
     # GX names every query's temp view `tmp_view`: suites run side by side only because each
     # engine's session is the one that owns the frame it checks, never the shared session.

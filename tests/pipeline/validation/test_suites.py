@@ -6,11 +6,17 @@ import pytest
 
 import schemas
 from pipeline.validation.suites import (
+    COUNTED_ROW_QUERY,
     CROSS_TABLE_SUITES,
+    FILTER_ROW_QUERY,
+    ROW_QUERY,
     SUITE_NAMES,
     SUITES_DIR_VARIABLE,
     columns_used,
+    counting_row_queries,
     load_suite,
+    row_filter,
+    stored_type,
     suite_json,
 )
 
@@ -75,3 +81,58 @@ def test_a_suite_reads_the_columns_it_names_and_no_others() -> None:
     assert {"session_id", "command", "content_length", "ts_end_ns"} <= set(used)  # SQL ones too
     assert not {"headers", "header_list", "body", "body_sha256"} & set(used)
     assert used == [c for c in columns if c in used]
+
+
+@pytest.mark.parametrize(
+    ("query", "condition"),
+    [
+        ("SELECT * FROM {batch} WHERE latency_ms < 0", "latency_ms < 0"),
+        ("select *\n  from {batch}\n where a <> b ;", "a <> b"),
+        ("SELECT * FROM {batch} WHERE x NOT IN ('ACK', 'NACK')", "x NOT IN ('ACK', 'NACK')"),
+        ("SELECT session_id FROM {batch} WHERE a < 0", None),
+        ("SELECT * FROM {batch} WHERE TRUE GROUP BY a HAVING count(*) > 1", None),
+        ("SELECT * FROM {batch} WHERE a IN (SELECT b FROM other)", None),
+        ("SELECT * FROM {batch} WHERE a < {limit}", None),
+        ("SELECT * FROM {batch} WHERE a < 0 ORDER BY a", None),
+        ("SELECT * FROM {batch} b JOIN other o ON b.a = o.a WHERE b.a < 0", None),
+        (None, None),
+    ],
+)
+def test_row_filter_takes_only_queries_that_test_each_row_alone(query, condition) -> None:
+    assert row_filter(query) == condition
+
+
+def test_filtering_row_queries_are_folded_and_the_others_counted() -> None:
+    suite = {
+        "name": "t",
+        "expectations": [
+            {
+                "type": ROW_QUERY,
+                "kwargs": {"unexpected_rows_query": "SELECT * FROM {batch} WHERE a < 0"},
+            },
+            {
+                "type": ROW_QUERY,
+                "kwargs": {"unexpected_rows_query": "SELECT * FROM {batch} WHERE b < 0"},
+            },
+            {
+                "type": ROW_QUERY,
+                "kwargs": {
+                    "unexpected_rows_query": "SELECT a FROM {batch} WHERE TRUE GROUP BY a"
+                    " HAVING count(*) > 1"
+                },
+            },
+            {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "a"}},
+        ],
+    }
+    run = counting_row_queries(suite, foldable=lambda condition: condition != "b < 0")
+    kinds = [e["type"] for e in run["expectations"]]
+    assert kinds == [
+        FILTER_ROW_QUERY,
+        COUNTED_ROW_QUERY,  # not foldable: runs as its own query
+        COUNTED_ROW_QUERY,
+        "expect_column_values_to_not_be_null",
+    ]
+    assert [stored_type(k) for k in kinds] == [ROW_QUERY, ROW_QUERY, ROW_QUERY, kinds[3]]
+    assert [e["kwargs"] for e in run["expectations"]] == [
+        e["kwargs"] for e in suite["expectations"]
+    ]

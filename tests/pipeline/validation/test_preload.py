@@ -1,0 +1,120 @@
+"""The preload imports GX while the JVM starts, and never while another thread imports."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.validation.preload import THREAD_NAME
+from tests.conftest import REPO, SAMPLES
+
+# Scripts, not `python -c`: with no main module file, PySpark's Connect module (which GX
+# imports) takes the process for a doctest run and exits.
+SPARK_START = """
+import json, os, sys
+from pipeline.spark.session import build_spark
+from pipeline.validation.preload import IMPORTED_BY_SPARK_START
+for name in IMPORTED_BY_SPARK_START:
+    __import__(name)
+before = set(sys.modules)
+build_spark("local[1]")
+print(json.dumps(sorted(set(sys.modules) - before)))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+# Every import a whole run attempts, with the thread that attempted it and whether the preload
+# thread was alive then.
+RUN_RECORDING_IMPORTS = """
+import json, os, sys, threading
+from pathlib import Path
+from pipeline.validation.preload import THREAD_NAME
+
+attempts = []
+
+class ImportRecorder:
+    def find_spec(self, fullname, path=None, target=None):
+        preloading = any(t.name == THREAD_NAME for t in threading.enumerate())
+        attempts.append((threading.current_thread().name, fullname, preloading))
+        return None
+
+sys.meta_path.insert(0, ImportRecorder())
+from pipeline.commands.run import RunConfig, run
+
+config = RunConfig(inputs=[Path(sys.argv[1])], lake=Path(sys.argv[2]), close_open=True)
+result = run(config, progress=lambda _: None)
+assert result.validation is not None and result.validation.success
+print(json.dumps(attempts))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+PRELOAD_FAILS = """
+import sys, threading
+from pipeline.validation.preload import preloading_while
+
+sys.modules["great_expectations"] = None  # any import of it now fails
+errors = []
+threading.excepthook = errors.append
+assert preloading_while(lambda: 42) == 42
+assert not errors, errors
+try:
+    import great_expectations
+except ImportError as error:
+    print("gate sees:", type(error).__name__)
+"""
+
+
+def _run(script: str, tmp_path: Path, *args: str) -> str:
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    env = {
+        "PYTHONPATH": str(REPO),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "STOMP_LAKE_WORK": str(tmp_path / "work"),
+    }
+    for name in ("JAVA_HOME", "HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    done = subprocess.run(
+        [sys.executable, str(path), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def _exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@pytest.mark.spark
+def test_starting_spark_imports_nothing_once_its_modules_are_imported(tmp_path: Path) -> None:
+    assert json.loads(_run(SPARK_START, tmp_path)) == []
+
+
+@pytest.mark.spark
+def test_a_run_never_imports_on_two_threads_at_once(tmp_path: Path) -> None:
+    attempts = json.loads(_run(RUN_RECORDING_IMPORTS, tmp_path, str(SAMPLES), str(tmp_path)))
+    # Looking for a module that is not installed takes no lock another import could wait on.
+    found = [(thread, name, preloading) for thread, name, preloading in attempts if _exists(name)]
+    assert any(thread == THREAD_NAME for thread, _, _ in found)  # the preload imported GX
+    assert {(t, n) for t, n, preloading in found if preloading and t != THREAD_NAME} == set()
+    assert {(t, n) for t, n, _ in found if t not in ("MainThread", THREAD_NAME)} == set()
+
+
+def test_a_failed_preload_is_quiet_and_leaves_the_error_to_the_gate(tmp_path: Path) -> None:
+    assert _run(PRELOAD_FAILS, tmp_path) == "gate sees: ModuleNotFoundError"
