@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,10 +136,8 @@ def _run_batch(
     paths = [f.path for f in files]
     progress(f"batch {batch_id}: {len(paths)} capture files")
     cleanup_lake(lake)
-    if config.validate:
-        spark = preloading_while(lambda: build_spark(config.master))
-    else:
-        spark = build_spark(config.master)
+    start_spark = partial(build_spark, config.master)
+    spark = preloading_while(start_spark) if config.validate else start_spark()
     timings["spark_start"] = _lap(mark)
     mark = time.monotonic()
     progress("stage 1/4: reading packets")

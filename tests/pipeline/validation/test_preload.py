@@ -74,14 +74,7 @@ except ImportError as error:
 def _run(script: str, tmp_path: Path, *args: str) -> str:
     path = tmp_path / "script.py"
     path.write_text(script)
-    env = {
-        "PYTHONPATH": str(REPO),
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "STOMP_LAKE_WORK": str(tmp_path / "work"),
-    }
-    for name in ("JAVA_HOME", "HOME"):
-        if name in os.environ:
-            env[name] = os.environ[name]
+    env = dict(os.environ, PYTHONPATH=str(REPO), STOMP_LAKE_WORK=str(tmp_path / "work"))
     done = subprocess.run(
         [sys.executable, str(path), *args],
         cwd=REPO,
