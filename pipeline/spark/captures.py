@@ -129,19 +129,38 @@ def read_split(
     reader = CaptureReader.from_split(split)
     packets: list[TcpPacket] = []
     side: list[tuple[str, int | None, str]] = []
+    window = CaptureWindow()
     for item in reader:
         if type(item) is TcpPacket:
             packets.append(item)
             if len(packets) >= batch_rows:
-                yield _packet_batch(file_id, packets)
+                yield window.widened_by(_packet_batch(file_id, packets))
                 packets = []
         elif isinstance(item, CaptureAnomaly):
             side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
     reader.close()
     if packets:
-        yield _packet_batch(file_id, packets)
-    side.append(("stats", None, json.dumps(asdict(reader.stats))))
+        yield window.widened_by(_packet_batch(file_id, packets))
+    side.append(("stats", None, json.dumps({**asdict(reader.stats), **asdict(window)})))
     yield _side_batch(file_id, side)
+
+
+@dataclass(slots=True)
+class CaptureWindow:
+    """Times of the first and last TCP packets read (by time, not by place in the file)."""
+
+    first_ts_ns: int | None = None
+    last_ts_ns: int | None = None
+
+    def widened_by(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        import pyarrow.compute as pc
+
+        extremes = pc.min_max(batch.column("ts_ns"))
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
+        if low is not None:
+            self.first_ts_ns = low if self.first_ts_ns is None else min(self.first_ts_ns, low)
+            self.last_ts_ns = high if self.last_ts_ns is None else max(self.last_ts_ns, high)
+        return batch
 
 
 def packets_frame(

@@ -1,8 +1,9 @@
 """Cross-table checks as small Spark frames, so GX expectations can validate them.
 
 ``session_checks``: one row per session id met in the batch (orphans, frame counts, heart-beat
-intervals, timestamps inside the session's life). ``batch_checks``: one row per table (row count
-against the run's counter; ack resolution share on the ``acks`` row).
+intervals, timestamps inside the session's life and not after the batch's capture window).
+``batch_checks``: one row per table (row count against the run's counter; ack resolution share
+on the ``acks`` row).
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ if TYPE_CHECKING:
 CHILD_TABLES: tuple[str, ...] = tuple(t for t in schemas.TABLES if t != "sessions")
 
 
-def session_checks(tables: dict[str, DataFrame], known_ids: DataFrame) -> DataFrame:
-    """``known_ids`` (one column ``session_id``): sessions published before or still open."""
+def session_checks(
+    tables: dict[str, DataFrame], known_ids: DataFrame, capture_last_ns: int | None = None
+) -> DataFrame:
+    """``known_ids`` (one column ``session_id``): sessions published before or still open;
+    ``capture_last_ns``: the time of the batch's last TCP packet, None when it had none.
+
+    Nothing in a batch can be later than its last packet. Nothing need be later than its first
+    either: a session, a frame or a heart-beat can begin in an earlier batch's packets. Within a
+    session, rows are bounded by its lifetime instead."""
     from pyspark.sql import functions as F
 
     sessions = tables["sessions"].select(
@@ -68,6 +76,14 @@ def session_checks(tables: dict[str, DataFrame], known_ids: DataFrame) -> DataFr
         )
     )
     frames_outside = _outside("first_ns", "last_ns")
+    after_capture = F.lit(0)
+    if capture_last_ns is not None:
+        end = F.lit(capture_last_ns)
+        # frames of a closed session end by its ended_at (rows_outside_session), heart-beats too
+        late = [
+            F.coalesce((F.col(c) > end).cast("long"), F.lit(0)) for c in ("ended_at_ns", "last_ns")
+        ]
+        after_capture = late[0] + late[1]
     joined = ids.join(known, "session_id", "left").join(sessions, "session_id", "left")
     joined = joined.join(frames, "session_id", "left").join(beats, "session_id", "left")
     wholly_in_batch = F.col("started_at_ns").isNotNull() & (F.col("first_index") == 0)
@@ -80,6 +96,7 @@ def session_checks(tables: dict[str, DataFrame], known_ids: DataFrame) -> DataFr
         (F.coalesce(frames_outside, F.lit(0)) + F.coalesce(F.col("beats_outside"), F.lit(0))).alias(
             "rows_outside_session"
         ),
+        after_capture.cast("long").alias("rows_after_capture"),
     )
 
 

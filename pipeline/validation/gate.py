@@ -121,7 +121,9 @@ def validate_batch(
         mark = time.monotonic()
         known = _known_sessions(spark, lake, open_sessions)
         found = {
-            "session_consistency": checks.session_checks(tables, known).cache(),
+            "session_consistency": checks.session_checks(
+                tables, known, counts.get("capture_last_ns")
+            ).cache(),
             "batch_consistency": checks.batch_checks(spark, tables, counts),
         }
         timings["checks"] = time.monotonic() - mark

@@ -172,3 +172,13 @@ def test_summary_counts_frames_by_direction_and_command(tmp_path) -> None:
     summary = format_summary(RunResult("b-1", 1, counts, 1.0), tmp_path)
     line = next(line for line in summary.splitlines() if "frames by command" in line)
     assert line.endswith("c2s SEND 3, c2s other 2, s2c RECEIPT 2")
+    assert "captured from" not in summary  # no TCP packets, no capture window
+
+    counts.update(
+        capture_first_ns=1_763_700_000_000_000_000, capture_last_ns=1_763_700_061_500_000_000
+    )
+    summary = format_summary(RunResult("b-1", 1, counts, 1.0), tmp_path)
+    assert (
+        "  captured from 2025-11-21T04:40:00.000000Z to 2025-11-21T04:41:01.500000Z"
+        in summary.splitlines()
+    )

@@ -51,7 +51,18 @@ def test_rows_hold_every_packet_the_reader_yields_and_one_stats_row() -> None:
         )
         assert all(row[name] == getattr(packet, name) for name in TcpPacket.__slots__)
     (stats,) = [r for r in rows if r["record_type"] == "stats"]
-    assert json.loads(stats["detail"])["tcp_packets"] == len(packets)
+    detail = json.loads(stats["detail"])
+    assert detail["tcp_packets"] == len(packets)
+    times = [p.ts_ns for p in packets]
+    assert (detail["first_ts_ns"], detail["last_ts_ns"]) == (min(times), max(times))
+
+
+def test_a_file_without_tcp_packets_has_no_capture_window() -> None:
+    rows = _rows(MALFORMED / "unknown-linktype.pcap", batch_rows=65536)
+    (stats,) = [r for r in rows if r["record_type"] == "stats"]
+    detail = json.loads(stats["detail"])
+    assert detail["tcp_packets"] == 0
+    assert detail["first_ts_ns"] is None and detail["last_ts_ns"] is None
 
 
 def test_anomalies_keep_their_offset_and_detail() -> None:

@@ -273,4 +273,10 @@ def to_frames(spark: Any, rows: dict[str, list[dict[str, Any]]]) -> dict[str, An
 
 
 def counts_of(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    return {t: len(r) for t, r in rows.items()}
+    """The run's counters for these rows, as `stomp-lake run` passes them to the gate: rows per
+    table and the capture window (the session's SYN to its last FIN)."""
+    return {
+        **{t: len(r) for t, r in rows.items()},
+        "capture_first_ns": at(0)[1],
+        "capture_last_ns": at(30)[1],
+    }

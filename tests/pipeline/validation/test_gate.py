@@ -12,7 +12,7 @@ from pipeline.lake.reader import read_table
 from pipeline.validation.gate import ValidationFailed, validate_batch
 from pipeline.validation.quarantine import list_quarantined, release_batch
 from pipeline.validation.suites import SUITE_NAMES
-from tests.pipeline.validation.batch_rows import SESSION, counts_of, good_batch, to_frames
+from tests.pipeline.validation.batch_rows import SESSION, at, counts_of, good_batch, to_frames
 
 
 def test_good_batch_passes_and_records_its_result(spark, tmp_path: Path) -> None:
@@ -102,6 +102,36 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
     assert list_quarantined(lake)[0].released
     released = read_table(spark, lake, "receipts").where(f"session_id = '{SESSION}'")
     assert released.count() == 2
+
+
+def test_cross_table_breakage_is_caught_by_the_right_expectations(spark, tmp_path: Path) -> None:
+    rows = good_batch("b1")
+    rows["heartbeats"][1].update(expected_ms=20, lateness_ms=-10.0)  # the session negotiated 10
+    _, after_end = at(31)
+    rows["frames"][10]["ts_end_ns"] = after_end  # the RECEIPT ends after its session
+    counts = counts_of(rows)
+    counts["frames"] += 1  # the run counted a frame the table lacks
+    counts["capture_last_ns"] = at(25)[1]  # the session ends after the capture's last packet
+
+    with pytest.raises(ValidationFailed) as caught:
+        validate_batch(
+            spark,
+            Lake(tmp_path / "lake").ensure(),
+            "b1",
+            to_frames(spark, rows),
+            counts,
+            build_docs=False,
+        )
+
+    assert _failed(caught.value.report) == {
+        ("batch_consistency", "row counts match the run's own counters"),
+        ("session_consistency", "a heart-beat's expected_ms is its session's negotiated interval"),
+        ("session_consistency", "frames and heart-beats lie inside their session's lifetime"),
+        (
+            "session_consistency",
+            "nothing is later than the batch's last captured packet",
+        ),
+    }
 
 
 def test_suites_in_flight_query_their_own_session(spark, tmp_path: Path, monkeypatch) -> None:

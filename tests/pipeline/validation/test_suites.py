@@ -28,6 +28,7 @@ CROSS_TABLE_COLUMNS = {
         "frames_counted",
         "heartbeats_off_interval",
         "rows_outside_session",
+        "rows_after_capture",
     },
     "batch_consistency": {"table", "table_rows", "run_counter", "acks_total", "resolved_share"},
 }
