@@ -25,9 +25,9 @@ def session_checks(
     """``known_ids`` (one column ``session_id``): sessions published before or still open;
     ``capture_last_ns``: the time of the batch's last TCP packet, None when it had none.
 
-    Nothing in a batch can be later than its last packet. Nothing need be later than its first
-    either: a session, a frame or a heart-beat can begin in an earlier batch's packets. Within a
-    session, rows are bounded by its lifetime instead."""
+    Nothing in a batch can be later than its last packet, but rows can be earlier than its first
+    (a session, a frame or a heart-beat may begin in an earlier batch's packets): from below,
+    rows are bounded by their session's lifetime only."""
     from pyspark.sql import functions as F
 
     sessions = tables["sessions"].select(
