@@ -13,7 +13,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,12 @@ from pipeline.lake.fingerprint import FileFingerprint
 from pipeline.lake.orphans import cleanup_lake
 from pipeline.lake.staged_tables import commit_tables, discard_tables, stage_tables
 from pipeline.session import ModelOptions
+from pipeline.session.clock import to_datetime
 from pipeline.stomp.commands import ALL_COMMANDS
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
+UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # to_datetime gives UTC
 
 
 @dataclass(slots=True)
@@ -250,8 +251,8 @@ def format_summary(result: RunResult, lake: Path) -> str:
         by_command = ", ".join(f"{k} {v}" for k, v in sorted(_known(c["frames_by_command"])))
         lines.append(f"  frames by command: {by_command}")
         if c.get("capture_first_ns") is not None:
-            first, last = (_utc(c[k]) for k in ("capture_first_ns", "capture_last_ns"))
-            lines.append(f"  captured from {first} to {last}")
+            first, last = (to_datetime(c[k]) for k in ("capture_first_ns", "capture_last_ns"))
+            lines.append(f"  captured from {first:{UTC_FORMAT}} to {last:{UTC_FORMAT}}")
     if result.timings:
         lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items()))
     for reason, paths in result.skipped_files.items():
@@ -263,11 +264,6 @@ def format_summary(result: RunResult, lake: Path) -> str:
             lines.append(f"data docs: {report.docs_index}")
     lines.append(f"tables: {Path(lake).resolve() / 'tables'}")
     return "\n".join(lines)
-
-
-def _utc(ts_ns: int) -> str:
-    seconds, ns = divmod(ts_ns, 1_000_000_000)
-    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%dT%H:%M:%S}.{ns // 1000:06d}Z"
 
 
 def _known(by_command: dict[str, int]) -> list[tuple[str, int]]:

@@ -76,14 +76,12 @@ def session_checks(
         )
     )
     frames_outside = _outside("first_ns", "last_ns")
+    # A closed session's frames and heart-beats end by its ended_at (rows_outside_session): its
+    # end and the last frame of a session still open are all that can pass the capture's end.
     after_capture = F.lit(0)
-    if capture_last_ns is not None:
-        end = F.lit(capture_last_ns)
-        # frames of a closed session end by its ended_at (rows_outside_session), heart-beats too
-        late = [
-            F.coalesce((F.col(c) > end).cast("long"), F.lit(0)) for c in ("ended_at_ns", "last_ns")
-        ]
-        after_capture = late[0] + late[1]
+    for column in ("ended_at_ns", "last_ns") if capture_last_ns is not None else ():
+        late = (F.col(column) > F.lit(capture_last_ns)).cast("long")
+        after_capture = after_capture + F.coalesce(late, F.lit(0))
     joined = ids.join(known, "session_id", "left").join(sessions, "session_id", "left")
     joined = joined.join(frames, "session_id", "left").join(beats, "session_id", "left")
     wholly_in_batch = F.col("started_at_ns").isNotNull() & (F.col("first_index") == 0)
