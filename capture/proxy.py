@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from capture.config import ListenerConfig, ProxyConfig
 from capture.recorder import CaptureSink, ChunkFilter, ConnectionRecorder
 from capture.relay import Half, ProxyCounters, Relay
-from capture.tcp_synth import Endpoint
+from capture.tcp_synth import Endpoint, IsnGenerator, common_family
 from capture.tls import client_ssl_context, upstream_ssl_context
 
 
@@ -33,17 +33,22 @@ class CaptureProxy:
         self.sink = sink
         self.client_filter = client_filter
         self.counters = ProxyCounters()
+        self.isns = IsnGenerator()
         self.relays: set[Relay] = set()
         self.listeners: list[BoundListener] = []
         self.upstream_ssl: dict[ListenerConfig, ssl.SSLContext | None] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def new_recorder(self, client: Endpoint, server: Endpoint) -> ConnectionRecorder | None:
+    def new_recorder(
+        self, client: Endpoint, server: Endpoint, syn_ts_ns: int
+    ) -> ConnectionRecorder | None:
         if self.sink is None:
             return None
         flt = self.client_filter() if self.client_filter is not None else None
-        return ConnectionRecorder(self.sink, client, server, flt)
+        client, server = common_family(client, server)
+        isn = self.isns.pair(client, server, syn_ts_ns)
+        return ConnectionRecorder(self.sink, client, server, flt, isn=isn)
 
     def relay_opened(self, relay: Relay) -> None:
         self.relays.add(relay)

@@ -8,16 +8,25 @@ a gap in the capture.
 
 from __future__ import annotations
 
+import time
 from typing import Protocol
 
 from capture.pcapng import block_length, enhanced_packet_block_parts
-from capture.tcp_synth import Endpoint, Side, SynthPacket, TcpConversation
+from capture.tcp_synth import (
+    Endpoint,
+    IsnGenerator,
+    Side,
+    SynthPacket,
+    TcpConversation,
+    common_family,
+)
 from capture.writer import CaptureRecord
 
 # per-segment framing a data record adds to its payload: EPB 32 + Ethernet 14 + IPv6 40 +
 # TCP 20 + padding 3
 SEGMENT_OVERHEAD = 112
 STILL_OPEN_COMMENT = "stomp-capture: connection still open when the capture ended"
+_PROCESS_ISNS = IsnGenerator()
 
 
 class CaptureSink(Protocol):
@@ -50,8 +59,14 @@ class ConnectionRecorder:
         client: Endpoint,
         server: Endpoint,
         client_filter: ChunkFilter | None = None,
-        isn: tuple[int, int] = (0x10000000, 0x20000000),
+        isn: tuple[int, int] | None = None,
+        syn_ts_ns: int | None = None,
     ) -> None:
+        """``isn`` (client, server) defaults to numbers derived per connection from the
+        4-tuple and ``syn_ts_ns`` (default: now) with a key random to this process."""
+        if isn is None:
+            ts_ns = time.time_ns() if syn_ts_ns is None else syn_ts_ns
+            isn = _PROCESS_ISNS.pair(*common_family(client, server), ts_ns)
         self._conv = TcpConversation(client, server, isn[0], isn[1])
         self._sink = sink
         self._filters: dict[Side, ChunkFilter] = {}

@@ -60,7 +60,9 @@ class RelayHost(Protocol):
     counters: ProxyCounters
     upstream_ssl: dict[ListenerConfig, ssl.SSLContext | None]
 
-    def new_recorder(self, client: Endpoint, server: Endpoint) -> ConnectionRecorder | None: ...
+    def new_recorder(
+        self, client: Endpoint, server: Endpoint, syn_ts_ns: int
+    ) -> ConnectionRecorder | None: ...
 
     def relay_opened(self, relay: Relay) -> None: ...
 
@@ -217,7 +219,7 @@ class Relay:
         server = _literal_endpoint(self.listener.upstream.host, self.listener.upstream.port)
         client = endpoint_of(self._peername(self.client))
         if client is not None and server is not None and not self.client.closed:
-            self.recorder = self.proxy.new_recorder(client, server)
+            self.recorder = self.proxy.new_recorder(client, server, self.accepted_ns)
             self._record(lambda r: r.refused(self.accepted_ns, time.time_ns()))
         self.client.reset()
         self._maybe_finish()
@@ -243,7 +245,7 @@ class Relay:
         client = endpoint_of(self._peername(self.client))
         server = endpoint_of(self._peername(self.upstream))
         if client is not None and server is not None:
-            self.recorder = self.proxy.new_recorder(client, server)
+            self.recorder = self.proxy.new_recorder(client, server, self.accepted_ns)
             self._record(lambda r: r.opened(self.accepted_ns, established_ns))
         early, self._early = self._early, []
         for ts_ns, data in early:

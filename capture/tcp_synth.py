@@ -10,7 +10,9 @@ TCP checksums are left zero (as with checksum offload); IPv4 header checksums ar
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import os
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -94,6 +96,33 @@ def _as_v6(endpoint: Endpoint) -> Endpoint:
     if endpoint.ip.version == 6:
         return endpoint
     return Endpoint(ipaddress.IPv6Address(f"::ffff:{endpoint.ip}"), endpoint.port)
+
+
+# RFC 6528: ISN = M + F(4-tuple, secret), M a clock ticking every 4 microseconds
+ISN_CLOCK_NS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class IsnGenerator:
+    """Initial sequence numbers per connection, as a real stack chooses them (RFC 6528): a
+    keyed hash of the 4-tuple plus a 4-microsecond clock. Two connections on the same 4-tuple
+    (a client reusing its port) start at different sequence numbers, and nothing about one
+    connection can be told from another's numbers without the key."""
+
+    key: bytes = field(default_factory=lambda: os.urandom(16))
+
+    def pair(self, client: Endpoint, server: Endpoint, syn_ts_ns: int) -> tuple[int, int]:
+        """(client ISN, server ISN) for a connection whose SYN was seen at ``syn_ts_ns``."""
+        tuple_bytes = (
+            client.ip.packed + client.port.to_bytes(2, "big")
+            + server.ip.packed + server.port.to_bytes(2, "big")
+        )
+        digest = hashlib.blake2b(tuple_bytes, key=self.key, digest_size=8).digest()
+        clock = syn_ts_ns // ISN_CLOCK_NS
+        return (
+            (clock + int.from_bytes(digest[:4], "big")) & _MASK32,
+            (clock + int.from_bytes(digest[4:], "big")) & _MASK32,
+        )
 
 
 @dataclass(slots=True)

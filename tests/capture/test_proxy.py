@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from capture.config import HostPort, ListenerConfig, ProxyConfig
 from capture.proxy import CaptureProxy
 from capture.recorder import STILL_OPEN_COMMENT
-from pipeline.ingest import CaptureReader
+from pipeline.ingest import SYN, CaptureReader, TcpPacket
 from tests.capture.harness import (
     proxied,
     read_all,
     reassemble_captures,
     serving,
 )
+from tests.support.brokers import free_port
 
 
 def test_ipv6_clients_are_recorded_with_their_address(
@@ -127,3 +131,53 @@ def test_each_listener_listens_only_where_told(run: Callable) -> None:
     answers, elsewhere = run(main())
     assert answers == [b"from upstream", b"from upstream"]
     assert elsewhere == "refused"
+
+
+def _connect_from(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.setblocking(False)
+    return sock
+
+
+@pytest.mark.parametrize("times", [2, 100])
+def test_a_client_reusing_its_port_gets_new_sequence_numbers(
+    run: Callable, tmp_path: Path, times: int
+) -> None:
+    """A client binding one local port again and again (SO_REUSEADDR) makes connections on the
+    same 4-tuple; each one starts at its own initial sequence numbers, both ways, as a real
+    stack's would, so a reader can tell them apart."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await reader.readexactly(5))
+        writer.close()  # the far end closes first: the client's port has no TIME_WAIT
+
+    async def main() -> tuple[int, list[Path]]:
+        loop = asyncio.get_running_loop()
+        async with serving(handler) as upstream, proxied(tmp_path, upstream) as p:
+            local_port = free_port()
+            for i in range(times):
+                sock = _connect_from(local_port)
+                await loop.sock_connect(sock, (p.host, p.port))
+                reader, writer = await asyncio.open_connection(sock=sock)
+                writer.write(b"%05d" % i)
+                assert await read_all(reader) == b"%05d" % i
+                writer.close()
+                await writer.wait_closed()
+            await asyncio.sleep(0.05)
+            return local_port, await p.stop()
+
+    local_port, files = run(main())
+    syns: list[int] = []
+    syn_acks: list[int] = []
+    for path in files:
+        with CaptureReader(str(path)) as reader:
+            for packet in reader:
+                assert isinstance(packet, TcpPacket)
+                if packet.flags & SYN and packet.src_port == local_port:
+                    syns.append(packet.seq)
+                elif packet.flags & SYN and packet.dst_port == local_port:
+                    syn_acks.append(packet.seq)
+    assert len(syns) == len(syn_acks) == times
+    assert len(set(syns)) == len(set(syn_acks)) == times
