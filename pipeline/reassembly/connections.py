@@ -4,18 +4,27 @@ The caller groups packets by `canonical_key` (across files), sorts each group by
 and feeds it to a ConnectionTracker with the captured payload of every packet.
 
 Connections: a SYN starts a new connection unless it repeats the current one's SYN (same
-sender, same ISN); a SYN-ACK starts one when it cannot belong to the current connection; a
-data segment far outside the stream after the current connection closed (FIN both ways or
-RST) starts one too (a reuse whose handshake was not captured).
+sender, same ISN) while that connection is still going; a SYN-ACK starts one when it cannot
+belong to the current connection; a data segment far outside the stream after the current
+connection closed (FIN both ways or RST) starts one too (a reuse whose handshake was not
+captured).  Port reuse: once the current connection has ended in either direction (a FIN or a
+RST was seen), or has been idle for longer than `reuse_after_idle_ns` (default 120 s, more than
+the largest gap between SYN retransmissions of common stacks: Linux backs off to 64 s), a SYN
+or SYN-ACK starts a new connection whatever its ISN: a client that binds the same local port
+again, or a capture proxy that gives every connection the same ISNs, is not a retransmission.
 
 Roles: the SYN sender is the client ("syn"); else the SYN-ACK sender is the server
 ("syn_ack"); else the endpoint on a configured broker port is the server ("broker_port");
 else the sender of the first packet is taken as client and role_source is "unknown": the
 caller decides from the first STOMP frames and may call `swap_roles()`.
 
-Connection ids: `connection_id()` = sha1 over "ip|port|ip|port|first_ts_ns" with the two
-endpoints in canonical order (as `canonical_key`), hex, first 16 characters.  It does not
-depend on roles, so a swap keeps it, and it is the same whichever file a packet came from.
+Connection ids: `connection_id()` = sha1 over "ip|port|ip|port|first_ts_ns|seq|ordinal" with
+the two endpoints in canonical order (as `canonical_key`), hex, first 16 characters; `seq` is the
+sequence number of the packet that opened the connection (the ISN of a SYN or SYN-ACK) and
+`ordinal` counts the connections the tracker opened before on this 4-tuple (0 for the first),
+so two connections of one 4-tuple never share an id, even when they start in the same
+nanosecond.  It does not depend on roles, so a swap keeps it, and it is the same whichever file
+a packet came from and on every re-run of the same input.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from pipeline.reassembly.stream import StreamEvent, StreamReassembler
 
 Endpoint = tuple[str, int]
 FAR_AWAY = 1 << 24  # sequence distance taken as "another connection" after a close
+REUSE_AFTER_IDLE_NS = 120 * 10**9  # a repeated SYN after this much silence is a new connection
 
 
 def canonical_key(packet: TcpPacket) -> tuple[str, int, str, int]:
@@ -39,11 +49,19 @@ def canonical_key(packet: TcpPacket) -> tuple[str, int, str, int]:
     return a[0], a[1], b[0], b[1]
 
 
-def connection_id(ip_a: str, port_a: int, ip_b: str, port_b: int, first_ts_ns: int) -> str:
+def connection_id(
+    ip_a: str,
+    port_a: int,
+    ip_b: str,
+    port_b: int,
+    first_ts_ns: int,
+    opening_seq: int = 0,
+    ordinal: int = 0,
+) -> str:
     a, b = (ip_a, port_a), (ip_b, port_b)
     if b < a:
         a, b = b, a
-    text = f"{a[0]}|{a[1]}|{b[0]}|{b[1]}|{first_ts_ns}"
+    text = f"{a[0]}|{a[1]}|{b[0]}|{b[1]}|{first_ts_ns}|{opening_seq}|{ordinal}"
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -76,6 +94,11 @@ class Connection:
     def closed(self) -> bool:
         ends = (self.client_end, self.server_end)
         return "rst" in ends or ends == ("fin", "fin")
+
+    @property
+    def ending(self) -> bool:
+        """A FIN or RST was seen in either direction: no SYN of this connection can follow."""
+        return self.client_end != "none" or self.server_end != "none"
 
     def swap_roles(self) -> None:
         self.client_ip, self.server_ip = self.server_ip, self.client_ip
@@ -116,7 +139,9 @@ class ConnectionTracker:
         "broker_ports",
         "max_pending_bytes",
         "history_bytes",
+        "reuse_after_idle_ns",
         "connection",
+        "connections_opened",
         "foreign_packets",
         "_streams",
     )
@@ -127,13 +152,25 @@ class ConnectionTracker:
         broker_ports: Iterable[int] = (),
         max_pending_bytes: int = 8 * 1024 * 1024,
         history_bytes: int = 64 * 1024,
+        reuse_after_idle_ns: int = REUSE_AFTER_IDLE_NS,
     ) -> None:
         self.broker_ports = frozenset(broker_ports)
         self.max_pending_bytes = max_pending_bytes
         self.history_bytes = history_bytes
+        self.reuse_after_idle_ns = reuse_after_idle_ns
         self.connection: Connection | None = None
+        self.connections_opened = 0  # the next connection's ordinal (see connection_id)
         self.foreign_packets = 0  # packets not of this tracker's 4-tuple (ignored)
         self._streams: dict[Endpoint, StreamReassembler] = {}
+
+    def __setstate__(self, state: object) -> None:
+        # Trackers pickled (carried) before a slot existed get its default.
+        self.reuse_after_idle_ns = REUSE_AFTER_IDLE_NS
+        self.connections_opened = 0
+        dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
+        for part in (dict_state, slot_state):
+            for name, value in (part or {}).items():
+                setattr(self, name, value)
 
     def add(self, packet: TcpPacket, payload: bytes) -> list[ConnectionEvent]:
         """Take the next packet of the 4-tuple (capture-time order) with its captured payload."""
@@ -210,12 +247,16 @@ class ConnectionTracker:
     def _starts_new(self, conn: Connection, packet: TcpPacket, sender: Endpoint) -> bool:
         flags = packet.flags
         if flags & SYN and not flags & ACK:
-            return sender != conn.client or conn.client_isn != packet.seq
+            if sender != conn.client or conn.client_isn != packet.seq:
+                return True
+            return self._over(conn, packet.ts_ns)  # else a retransmitted SYN
         if flags & SYN:  # SYN-ACK
             if conn.server_isn is not None:
-                return sender != conn.server or conn.server_isn != packet.seq
+                if sender != conn.server or conn.server_isn != packet.seq:
+                    return True
+                return self._over(conn, packet.ts_ns)
             expected_client_isn = (packet.ack - 1) & 0xFFFFFFFF
-            return conn.closed or (
+            return self._over(conn, packet.ts_ns) or (
                 conn.client_isn is not None
                 and (sender != conn.server or conn.client_isn != expected_client_isn)
             )
@@ -225,6 +266,10 @@ class ConnectionTracker:
                 distance = (packet.seq - stream.next_seq) & 0xFFFFFFFF
                 return min(distance, (1 << 32) - distance) > FAR_AWAY
         return False
+
+    def _over(self, conn: Connection, ts_ns: int) -> bool:
+        """Whether a repeated handshake packet must belong to a new connection (port reuse)."""
+        return conn.ending or ts_ns - conn.last_ts_ns > self.reuse_after_idle_ns
 
     def _open(self, packet: TcpPacket) -> Connection:
         src, dst = (packet.src_ip, packet.src_port), (packet.dst_ip, packet.dst_port)
@@ -241,7 +286,10 @@ class ConnectionTracker:
             client, server, source = dst, src, "broker_port"
         else:
             client, server, source = src, dst, "unknown"
-        conn_id = connection_id(src[0], src[1], dst[0], dst[1], packet.ts_ns)
+        conn_id = connection_id(
+            src[0], src[1], dst[0], dst[1], packet.ts_ns, packet.seq, self.connections_opened
+        )
+        self.connections_opened += 1
         conn = Connection(
             conn_id,
             client[0],

@@ -86,11 +86,108 @@ def test_handshake_sets_roles_ends_and_both_streams() -> None:
 
 
 def test_connection_id_is_documented_sha1_and_role_independent() -> None:
-    expected = hashlib.sha1(b"10.0.0.5|40100|10.0.0.9|61613|100").hexdigest()[:16]
-    assert connection_id(*CLIENT, *SERVER, 100) == expected
-    assert connection_id(*SERVER, *CLIENT, 100) == expected
+    expected = hashlib.sha1(b"10.0.0.5|40100|10.0.0.9|61613|100|1000|0").hexdigest()[:16]
+    assert connection_id(*CLIENT, *SERVER, 100, 1000, 0) == expected
+    assert connection_id(*SERVER, *CLIENT, 100, 1000, 0) == expected
     events = run(ConnectionTracker(), session(100, 1000, 9000))
     assert events[0].connection.connection_id == expected
+
+
+def data_without_conflicts(events: list[ConnectionEvent]) -> bool:
+    return all(isinstance(e.event, Data) for e in events if isinstance(e, Segment))
+
+
+def opened_ids(events: list[ConnectionEvent]) -> list[str]:
+    return [e.connection.connection_id for e in events if isinstance(e, Opened)]
+
+
+def test_port_reuse_with_the_same_isn_after_fin_is_a_new_connection() -> None:
+    # A proxy that gives every connection the same ISNs, a client binding the same port twice.
+    events = run(ConnectionTracker(), session(100, 1000, 9000) + session(200, 1000, 9000))
+    ids = opened_ids(events)
+    assert len(set(ids)) == 2
+    assert data_without_conflicts(events)
+    assert streams(events) == {
+        (cid, from_client): b"CONNECT\n\n\0" if from_client else b"CONNECTED\n\n\0"
+        for cid in ids
+        for from_client in (True, False)
+    }
+
+
+def test_port_reuse_with_the_same_isn_after_rst_is_a_new_connection() -> None:
+    events = run(ConnectionTracker(), session(100, 1000, 9000, "rst") + session(200, 1000, 9000))
+    assert len(set(opened_ids(events))) == 2
+    assert data_without_conflicts(events)
+    assert len(streams(events)) == 4
+
+
+def test_port_reuse_after_a_one_way_fin_is_a_new_connection() -> None:
+    first = session(100, 1000, 9000, close="none")
+    first.append(packet(106, CLIENT, SERVER, 1011, FIN | ACK))
+    events = run(ConnectionTracker(), first + session(200, 1000, 9000))
+    assert len(set(opened_ids(events))) == 2
+    assert data_without_conflicts(events)
+
+
+def test_syn_ack_alone_with_the_same_isn_after_close_is_a_new_connection() -> None:
+    second = session(200, 1000, 9000)[1:]  # the second SYN was not captured
+    events = run(ConnectionTracker(), session(100, 1000, 9000) + second)
+    assert len(set(opened_ids(events))) == 2
+    assert data_without_conflicts(events)
+    assert len(streams(events)) == 4
+
+
+def test_same_syn_after_a_long_idle_gap_is_a_new_connection() -> None:
+    idle = 10**9
+    first = session(100, 1000, 9000, close="none")  # ended silently (NAT timeout, crash)
+    later = session(100 + 2 * idle, 1000, 9000)
+    events = run(ConnectionTracker(reuse_after_idle_ns=idle), first + later)
+    assert len(set(opened_ids(events))) == 2
+    assert data_without_conflicts(events)
+    events = run(
+        ConnectionTracker(reuse_after_idle_ns=idle), first + session(100 + idle // 2, 1000, 9000)
+    )
+    assert len(opened_ids(events)) == 1  # within the setting: a retransmitted SYN
+
+
+def test_default_idle_setting_outlasts_syn_retransmission_backoff() -> None:
+    syns = [packet(t * 10**9, CLIENT, SERVER, 1000, SYN) for t in (0, 1, 3, 7, 15, 31, 63, 127)]
+    events = run(ConnectionTracker(), syns)
+    assert len(opened_ids(events)) == 1
+
+
+def test_connections_starting_in_the_same_nanosecond_get_distinct_ids() -> None:
+    packets = [
+        packet(100, CLIENT, SERVER, 1000, SYN),
+        packet(100, CLIENT, SERVER, 5000, SYN),  # another ISN: supersedes the first
+        packet(100, SERVER, CLIENT, 0, RST | ACK, ack=5001),
+        packet(100, CLIENT, SERVER, 5000, SYN),  # same ISN again, after the RST
+    ]
+    events = run(ConnectionTracker(), packets)
+    ids = opened_ids(events)
+    assert len(ids) == 3 and len(set(ids)) == 3
+
+
+def test_ids_continue_across_a_pickled_tracker() -> None:
+    tracker = ConnectionTracker()
+    events = []
+    for p, payload in session(100, 1000, 9000):
+        events += tracker.add(p, payload)
+    tracker = pickle.loads(pickle.dumps(tracker))
+    events += run(tracker, session(100, 1000, 9000))
+    assert len(set(opened_ids(events))) == 2
+
+
+def test_tracker_pickled_before_the_reuse_slots_existed_loads_with_defaults() -> None:
+    tracker = ConnectionTracker()
+    state = tracker.__getstate__()
+    assert isinstance(state, tuple)
+    slots = {
+        k: v for k, v in state[1].items() if k not in ("connections_opened", "reuse_after_idle_ns")
+    }
+    old = ConnectionTracker.__new__(ConnectionTracker)
+    old.__setstate__((None, slots))
+    assert old.connections_opened == 0 and old.reuse_after_idle_ns == 120 * 10**9
 
 
 def test_new_syn_after_fin_on_the_same_tuple_starts_a_new_connection() -> None:
