@@ -7,14 +7,21 @@ Choices worth knowing when reading the tables:
   negotiated version (``version`` header, 1.0 when absent) for frames not yet started.
 * ``frame_index`` numbers the frames of both directions in the order they completed.
 * A frame's ``ts`` is the capture time of the chunk holding its first byte, ``ts_end`` that of
-  the chunk holding its NUL. EOLs directly following a NUL in the same chunk belong to the
-  frame; any other EOL is a heart-beat row, its ``gap_ms`` measured from the chunk holding the
-  previous byte of that direction.
+  the chunk holding its NUL. EOLs directly following a NUL belong to the frame (the grammar's
+  ``NULL *( EOL )``), in whatever segment they arrive, unless the direction has heart-beating
+  negotiated and the EOL came in a later chunk at least half the negotiated interval after the
+  byte before it (``DirectionStream.is_trailing_eol``). Any other EOL is a heart-beat row, its
+  ``gap_ms`` measured from the chunk holding the previous byte of that direction.
 * Rows are emitted when final: a MESSAGE when settled (ACK/NACK, at once in auto mode, ``none``
   at the end), a SEND or ACK/NACK inside a transaction at COMMIT/ABORT (``unfinished`` at the
   end), an ERROR once the next frame or the close tells whether it closed the connection,
   subscriptions at UNSUBSCRIBE or the end, receipts when answered (``missing`` at the end), and
   the ``sessions`` row at ``finish``.
+* Matching is causal, by capture time: an ACK/NACK settles only a MESSAGE whose first byte was
+  captured no later than the ACK's first byte, and a RECEIPT (or ERROR with ``receipt-id``)
+  answers only a request captured no later than it. Otherwise it is a violation
+  (``ack_before_delivery``, ``receipt_before_request``) and the MESSAGE or request keeps waiting
+  for a later ACK or answer, so latencies are never negative.
 * An ACK/NACK in a transaction takes effect at COMMIT (in the order sent) and never after ABORT;
   ``acked_at`` is still the time of the ACK frame itself.
 * MESSAGEs of a subscription whose SUBSCRIBE was not seen are treated as individually
@@ -255,8 +262,9 @@ class SessionModel:
         stream.consumed(end)
         chunk = stream.chunk_at(beat.offset)
         assert chunk is not None
-        if beat.offset == stream.trailer_end and chunk is stream.trailer_chunk:
-            stream.trailer_end = end  # EOL after a NUL in the same packet: part of the frame
+        if beat.offset == stream.trailer_end and stream.is_trailing_eol(chunk, beat.offset):
+            stream.trailer_end = end
+            stream.trailer_chunk = chunk
             return
         stream.heartbeats += 1
         previous = stream.chunk_at(beat.offset - 1) if beat.offset > stream.origin else None

@@ -305,7 +305,10 @@ class ProtocolState:
 
     def _answer_receipt(self, receipt_id: str, outcome: str, at: Chunk, offset: int) -> None:
         row, matched = self.receipts.answer(receipt_id, outcome, at)
-        if not matched:
+        if matched is None:
+            detail = f"{receipt_id!r} answers a request sent after it"
+            self._violation("receipt_before_request", S2C, at, offset, detail)
+        elif not matched:
             detail = f"{receipt_id!r} answers no request"
             self._unknown("unknown_receipt", S2C, at, offset, detail)
         self.rows["receipts"].append(row)
@@ -345,6 +348,16 @@ class ProtocolState:
                 row["ack_mode"] = subscription.ack_mode
             detail = f"{row['command']} {row['ack_id']!r} names no unsettled MESSAGE"
             self._violation("ack_unmatched", C2S, at, None, detail)
+            return 0
+        if delivery.delivered.ts_ns > at.ts_ns:
+            # Named before it was delivered (a guessed id, or the clocks of a merged capture):
+            # a fact about the traffic, not a settlement; the MESSAGE waits for a later ACK.
+            row["ack_mode"] = delivery.subscription.ack_mode
+            detail = (
+                f"{row['command']} {row['ack_id']!r} precedes the MESSAGE it names "
+                f"(delivered {delivery.delivered.ts_ns - at.ts_ns} ns later)"
+            )
+            self._violation("ack_before_delivery", C2S, at, None, detail)
             return 0
         settled = ledger.settle(delivery, row["command"], at, row["frame_index"])
         named = delivery.row

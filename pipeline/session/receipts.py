@@ -20,11 +20,15 @@ class ReceiptBook:
         self.waiting[receipt_id] = (command, frame_index, at)
         return True
 
-    def answer(self, receipt_id: str, outcome: str, at: Stamp) -> tuple[Row, bool]:
-        """The receipts row for an answer (RECEIPT or ERROR), and whether a request matched."""
-        request = self.waiting.pop(receipt_id, None)
-        if request is None:
-            return receipt_row(self.session_id, receipt_id, None, None, None, at, outcome), False
+    def answer(self, receipt_id: str, outcome: str, at: Stamp) -> tuple[Row, bool | None]:
+        """The receipts row for an answer (RECEIPT or ERROR), and whether a request matched:
+        None when the only request with that id was sent after the answer (by capture time);
+        that request keeps waiting for an answer of its own."""
+        request = self.waiting.get(receipt_id)
+        if request is None or request[2].ts_ns > at.ts_ns:
+            row = receipt_row(self.session_id, receipt_id, None, None, None, at, outcome)
+            return row, None if request is not None else False
+        del self.waiting[receipt_id]
         command, index, requested = request
         row = receipt_row(self.session_id, receipt_id, command, index, requested, at, outcome)
         return row, True

@@ -71,7 +71,7 @@ class DirectionStream:
         self.next_offset = 0
         self.chunks: list[Chunk] = []
         self.keep_from = 0  # the earliest offset a future event may need the time of
-        self.trailer_end = -1  # EOLs starting here, in trailer_chunk, still belong to a frame
+        self.trailer_end = -1  # an EOL starting here may still trail the last frame
         self.trailer_chunk: Chunk | None = None
         self.expected_ms: int | None = None  # negotiated heart-beat interval, None = none
         self.bytes = 0
@@ -96,6 +96,25 @@ class DirectionStream:
             if chunks[index].start <= offset:
                 return chunks[index]
         return chunks[0] if chunks else None
+
+    def is_trailing_eol(self, chunk: Chunk, offset: int) -> bool:
+        """Whether the EOL at ``offset`` (in ``chunk``), which directly follows a frame's NUL or
+        its trailing EOLs, is still part of that frame rather than a heart-beat.
+
+        STOMP's grammar lets a NUL be followed by any number of EOLs, and a heart-beat exists
+        only in a direction that negotiated one ("if heart-beats are expected every <n> ms ...
+        the sender MUST send a single newline if it has no real frame to send"). So without
+        heart-beating every such EOL trails the frame, however late flow control delivers it.
+        With heart-beating, a sender beats only after being idle for about the interval (RabbitMQ
+        at half of it): an EOL in the same chunk as the byte before it, or in a later chunk less
+        than half the interval after it, trails the frame; a later one is a heart-beat.
+        """
+        if chunk is self.trailer_chunk or self.expected_ms is None:
+            return True
+        previous = self.chunk_at(offset - 1)
+        if previous is None or previous is chunk:
+            return True
+        return (chunk.ts_ns - previous.ts_ns) * 2 < self.expected_ms * 1_000_000
 
     def consumed(self, end: int) -> None:
         """Every byte before ``end`` has been turned into an event."""

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pipeline.session import ModelOptions
+from pipeline.stomp import encode_frame
 from tests.pipeline.session.conversation import MS, T0, Conversation, only
 
 
@@ -182,3 +183,42 @@ def test_resubscribing_an_active_id_ends_the_old_subscription() -> None:
     ended = sorted(s["ended_by"] for s in rows["subscriptions"])
     assert ended == ["replaced", "session_end"]
     assert [a["kind"] for a in rows["anomalies"]] == ["duplicate_subscription"]
+
+
+def test_ack_captured_before_the_message_it_names_settles_nothing() -> None:
+    # The ACK's first byte is captured before the MESSAGE, its last byte after: by capture time
+    # it names a MESSAGE not yet delivered.
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client-individual")
+    ack = encode_frame("ACK", [("id", "a1")], b"")
+    talk.data("c2s", 10, ack[:4])
+    talk.message(15, "0", "m1", ack="a1")
+    talk.data("c2s", 20, ack[4:])
+    rows = talk.drain()
+    assert [a["kind"] for a in rows["anomalies"]] == ["ack_before_delivery"]
+    early = rows["acks"][0]
+    assert early["acked_message_count"] == 0 and early["latency_ms"] is None
+    assert early["ack_mode"] == "client-individual"
+    assert rows["messages"] == []  # still waiting
+    talk.client(40, "ACK", [("id", "a1")])  # a later ACK settles it
+    rows = talk.finish(50)
+    (message,) = rows["messages"]
+    assert message["ack_outcome"] == "ACK" and message["acked_at_ns"] == T0 + 40 * MS
+    assert rows["acks"][1]["latency_ms"] == 25.0
+    assert all(a["latency_ms"] is None or a["latency_ms"] >= 0 for a in rows["acks"])
+
+
+def test_transactional_ack_sent_before_the_message_does_not_settle_it_at_commit() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "client-individual")
+    talk.client(8, "BEGIN", [("transaction", "t1")])
+    talk.client(10, "ACK", [("id", "a1"), ("transaction", "t1")])
+    talk.message(15, "0", "m1", ack="a1")
+    talk.client(20, "COMMIT", [("transaction", "t1")])
+    rows = talk.finish(30)
+    assert [a["kind"] for a in rows["anomalies"]] == ["ack_before_delivery"]
+    assert rows["messages"][0]["ack_outcome"] == "none"
+    assert rows["acks"][0]["acked_message_count"] == 0
+    assert rows["transactions"][0]["acked_messages"] == 0

@@ -90,6 +90,60 @@ def test_eol_after_nul_in_same_chunk_is_not_a_heartbeat_but_a_later_one_is() -> 
     assert rows["sessions"][0]["c2s_heartbeats"] == 0
 
 
+def test_trailing_eol_in_a_later_segment_is_no_heartbeat_without_heart_beating() -> None:
+    # Flow control: the broker's NUL ends one segment, its LF starts the next, 300 ms later.
+    talk = Conversation()
+    talk.handshake(client_hb="0,0", server_hb="0,0")
+    receipt = encode_frame("RECEIPT", [("receipt-id", "x")], b"")
+    talk.data("s2c", 100, receipt)
+    talk.data("s2c", 400, b"\n" + encode_frame("RECEIPT", [("receipt-id", "y")], b""))
+    talk.data("s2c", 900, b"\n")
+    talk.data("s2c", 1500, b"\r\n\n")  # any number of EOLs may follow a NUL
+    rows = talk.finish(2000)
+    assert rows["heartbeats"] == []
+    assert rows["sessions"][0]["s2c_heartbeats"] == 0
+    assert [f["command"] for f in only(rows["frames"], direction="s2c")] == [
+        "CONNECTED",
+        "RECEIPT",
+        "RECEIPT",
+    ]
+
+
+def test_trailing_eol_with_heart_beating_is_told_from_a_beat_by_its_delay() -> None:
+    talk = Conversation()
+    talk.handshake(client_hb="0,1000", server_hb="1000,0")  # s2c beats every 1000 ms
+    talk.server(100, "RECEIPT", [("receipt-id", "x")], trailer=b"")
+    talk.data("s2c", 150, b"\n")  # 50 ms after the NUL: its trailing EOL, delayed
+    talk.data("s2c", 160, b"\n")  # still directly after the NUL, 10 ms later: trailing too
+    talk.data("s2c", 900, b"\n")  # 740 ms of silence: a beat (sent at half the interval or more)
+    talk.server(1000, "RECEIPT", [("receipt-id", "y")], trailer=b"")
+    talk.data("s2c", 1499, b"\n")  # 499 ms: under half the interval, trails the frame
+    talk.data("s2c", 2100, b"\n")  # 601 ms after the previous byte: a beat
+    rows = talk.finish(2200)
+    beats = rows["heartbeats"]
+    assert [b["ts_ns"] for b in beats] == [T0 + 900 * MS, T0 + 2100 * MS]
+    assert [b["gap_ms"] for b in beats] == [740.0, 601.0]
+    assert rows["sessions"][0]["s2c_heartbeats"] == 2
+
+
+@pytest.mark.parametrize("split", range(1, 12))
+def test_segmentation_never_turns_a_trailing_eol_into_a_beat(split: int) -> None:
+    """The same bytes cut at every point, each piece 200 ms after the previous one."""
+    frames = b"".join(
+        encode_frame("MESSAGE", [("subscription", "0"), ("message-id", f"m{n}")], b"x") + b"\n"
+        for n in range(3)
+    )
+    talk = Conversation()
+    talk.handshake(client_hb="0,0", server_hb="0,0")
+    talk.subscribe(1, "0")
+    pieces = [frames[i : i + split] for i in range(0, len(frames), split)]
+    for n, piece in enumerate(pieces):
+        talk.data("s2c", 10 + 200 * n, piece)
+    rows = talk.finish(10 + 200 * len(pieces))
+    assert rows["heartbeats"] == []
+    assert len(only(rows["frames"], command="MESSAGE")) == 3
+
+
 def test_heartbeat_lateness_thresholds_on_synthetic_timing() -> None:
     talk = Conversation(ModelOptions(late_thresholds=(1.0, 1.5, 2.0)))
     talk.handshake(client_hb="2000,0", server_hb="0,2000")  # c2s every 2000 ms
@@ -108,11 +162,19 @@ def test_heartbeat_lateness_thresholds_on_synthetic_timing() -> None:
 
 def test_beats_without_negotiated_interval_are_recorded_without_lateness() -> None:
     talk = Conversation()
-    talk.handshake()  # no heart-beat headers
+    talk.data("c2s", 10, b"\n")  # EOLs before any frame: nothing for them to trail
     talk.data("c2s", 50, b"\n")
-    beat = talk.finish(60)["heartbeats"][0]
+    talk.handshake(60)
+    beat = talk.finish(70)["heartbeats"][1]
     assert beat["expected_ms"] is None and beat["lateness_ms"] is None
-    assert beat["late_1x"] is None and beat["gap_ms"] == 50.0
+    assert beat["late_1x"] is None and beat["gap_ms"] == 40.0
+
+
+def test_without_heart_beating_an_eol_after_a_nul_trails_the_frame_however_late() -> None:
+    talk = Conversation()
+    talk.handshake()  # no heart-beat headers: no beats either way
+    talk.data("c2s", 50, b"\n")
+    assert talk.finish(60)["heartbeats"] == []
 
 
 # ---- bad input becomes anomalies ---------------------------------------------------------------

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pipeline.session.receipts import ReceiptBook
 from pipeline.session.streams import make_stamp
+from pipeline.stomp import encode_frame
 from tests.pipeline.session.conversation import MS, T0, Conversation
 
 
@@ -52,3 +53,26 @@ def test_receipt_for_unknown_request_is_a_violation_once_connect_was_seen() -> N
     mid = Conversation(mid_stream=True)
     mid.server(5, "RECEIPT", [("receipt-id", "who")])
     assert mid.finish(10)["anomalies"] == []
+
+
+def test_an_answer_never_matches_a_request_sent_after_it() -> None:
+    book = ReceiptBook("s1")
+    assert book.request("r1", "SEND", 3, make_stamp(T0 + 10 * MS))
+    row, matched = book.answer("r1", "receipt", make_stamp(T0 + 5 * MS))
+    assert matched is None and row["request_command"] is None and row["latency_ms"] is None
+    row, matched = book.answer("r1", "receipt", make_stamp(T0 + 12 * MS))
+    assert matched and row["latency_ms"] == 2.0 and not book.waiting
+
+
+def test_receipt_before_its_request_is_a_violation_and_the_request_waits() -> None:
+    # The RECEIPT's first byte is captured before the SEND it names, its last byte after.
+    talk = Conversation()
+    talk.handshake()
+    receipt = encode_frame("RECEIPT", [("receipt-id", "r1")], b"")
+    talk.data("s2c", 4, receipt[:5])
+    talk.client(10, "SEND", [("destination", "/q"), ("receipt", "r1")], b"x")
+    talk.data("s2c", 12, receipt[5:] + b"\n")
+    rows = talk.finish(20)
+    assert [a["kind"] for a in rows["anomalies"]] == ["receipt_before_request"]
+    assert sorted(r["outcome"] for r in rows["receipts"]) == ["missing", "receipt"]
+    assert all(r["latency_ms"] is None or r["latency_ms"] >= 0 for r in rows["receipts"])
