@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipeline.errors import UsageError
+
 LEDGER = "_ledger"
 STAGING = "_staging"
 DELTA_LOG = "_delta_log"
@@ -66,6 +68,10 @@ def validate_table_name(name: str) -> str:
     return name
 
 
+class BadLakeRoot(UsageError, ValueError):
+    """The lake root cannot be used (a name delta-rs misreads, or a folder that cannot be made)."""
+
+
 class Lake:
     """Paths inside one lake root. Creating a Lake touches nothing; `ensure()` creates folders."""
 
@@ -75,7 +81,7 @@ class Lake:
         self.root = Path(root).absolute()
         if any(c in str(self.root) for c in "\\%"):
             # delta-rs splits paths on a backslash and decodes %XX in them.
-            raise ValueError(f"lake root {self.root} may not contain '\\' or '%'")
+            raise BadLakeRoot(f"lake root {self.root} may not contain '\\' or '%'")
 
     def __repr__(self) -> str:
         return f"Lake({str(self.root)!r})"
@@ -135,7 +141,13 @@ class Lake:
         )
 
     def ensure(self) -> Lake:
-        for folder in (self.root, self.tables_dir, self.quarantine_dir, self.runs_dir):
-            make_private_dir(folder)
-        make_private_dir(self.state_dir, SECRET_DIR_MODE)
+        try:
+            for folder in (self.root, self.tables_dir, self.quarantine_dir, self.runs_dir):
+                make_private_dir(folder)
+            make_private_dir(self.state_dir, SECRET_DIR_MODE)
+        except OSError as error:  # e.g. a regular file where a folder should be
+            reason = error.strerror or type(error).__name__
+            raise BadLakeRoot(
+                f"cannot use {self.root} as a lake: {reason}: {error.filename}"
+            ) from error
         return self

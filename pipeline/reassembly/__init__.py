@@ -6,7 +6,7 @@ Public API:
         .flush() -> list[Data | Gap | Conflict]
     ConnectionTracker(*, broker_ports=(), max_pending_bytes=..., history_bytes=...)
         .add(packet, payload) -> list[Opened | Segment | Closed]; .flush(); .swap_roles()
-    canonical_key(packet), connection_id(ip_a, port_a, ip_b, port_b, first_ts_ns)
+    canonical_key(packet), connection_id(ip_a, port_a, ip_b, port_b, first_ts_ns, opening_seq, ordinal)
     LocalReassembly(paths, *, broker_ports=()) -> iterate ConnectionEvents
 """
 

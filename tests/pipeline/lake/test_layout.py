@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lake.layout import LEDGER, Lake, make_private_dir, private_umask
+from pipeline.errors import UsageError
+from pipeline.lake.layout import LEDGER, BadLakeRoot, Lake, make_private_dir, private_umask
 
 
 def mode_of(path: Path) -> int:
@@ -33,6 +34,19 @@ def test_bad_table_names_are_refused(tmp_path: Path, name: str) -> None:
 def test_roots_delta_rs_would_misread_are_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="may not contain"):
         Lake(tmp_path / name)
+
+
+def test_a_root_under_a_regular_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("not a folder")
+    for root in (tmp_path / "plain" / "lake", tmp_path / "plain"):
+        with pytest.raises(BadLakeRoot, match="cannot use .* as a lake: Not a directory") as info:
+            Lake(root).ensure()
+        assert isinstance(info.value, UsageError) and info.value.exit_code == 2
+
+
+def test_a_root_delta_rs_would_misread_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        Lake(tmp_path / "100%")
 
 
 def test_nothing_is_created_until_ensure(tmp_path: Path) -> None:
