@@ -12,10 +12,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
+from pipeline.errors import StompLakeError
 from pipeline.spark.session import DEFAULT_MASTER
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
+
+# What an operator (or a scheduler) can tell from the exit code alone.
+EXIT_CODES = {
+    0: "done (also when there was nothing new)",
+    1: "failed: a query, a table or the data was not as expected (the message says which)",
+    2: "bad arguments or inputs, found before any work started",
+    3: "the lake is busy with another run",
+    4: "the batch failed validation and was quarantined: nothing of it was committed",
+}
+# A next step printed after the error line, by exit code.
+EXIT_ADVICE = {4: "review: stomp-lake quarantine --lake {lake}"}
 
 
 def _body_mode(text: str) -> tuple[str, int]:
@@ -135,6 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except StompLakeError as error:
+        # The one place errors an operator can act on become an exit code and one message.
+        print(f"stomp-lake {args.command}: {error}", file=sys.stderr)
+        advice = EXIT_ADVICE.get(error.exit_code)
+        if advice:
+            print(advice.format(lake=getattr(args, "lake", None)), file=sys.stderr)
+        return error.exit_code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "tables":
         from pipeline.commands.tables import print_tables
 

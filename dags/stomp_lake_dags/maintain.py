@@ -29,12 +29,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 import schemas
-from pipeline.commands.run import discover
 from pipeline.lake import LEDGER, Lake, LakeBusy, Ledger, compact, lake_lock, pending_batch, vacuum
 from pipeline.lake.batches import batch_sequence
 from pipeline.lake.carried import current_state_batch
 from pipeline.lake.commit import app_id_for, batch_committed, open_table
 from pipeline.lake.layout import private_umask
+from pipeline.runner import discover
 
 EXIT_CHECK_FAILED = 1
 EXIT_USAGE = 2

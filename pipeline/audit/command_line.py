@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.audit.output import FORMATS
 from pipeline.audit.views import TimeWindow, parse_time, register_views
+from pipeline.errors import StompLakeError, UsageError
 from pipeline.lake import Lake
 from pipeline.spark.session import DEFAULT_MASTER
 
@@ -56,16 +57,24 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class NoLake(StompLakeError):
+    """The lake to read does not exist."""
+
+    exit_code = 1
+
+
 def window_from_args(args: argparse.Namespace) -> TimeWindow:
-    return TimeWindow(getattr(args, "since", None), getattr(args, "until", None))
+    try:
+        return TimeWindow(getattr(args, "since", None), getattr(args, "until", None))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
-def check_lake(root: Path) -> Lake | None:
-    """The lake, or None after saying why it cannot be read."""
+def check_lake(root: Path) -> Lake:
+    """The lake, noting when it holds no tables yet; NoLake when there is none."""
     lake = Lake(root)
     if not lake.root.is_dir():
-        print(f"stomp-lake: no lake at {lake.root}", file=sys.stderr)
-        return None
+        raise NoLake(f"no lake at {lake.root}")
     if not lake.table_names():
         print(
             f"stomp-lake: note: {lake.root} holds no tables yet; they read as empty",

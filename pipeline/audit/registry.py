@@ -14,6 +14,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from pipeline.errors import UsageError
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
@@ -25,11 +27,11 @@ _PARAM = re.compile(
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
-class UnknownQuery(LookupError):
+class UnknownQuery(LookupError, UsageError):
     pass
 
 
-class BadParameter(ValueError):
+class BadParameter(ValueError, UsageError):
     pass
 
 

@@ -14,12 +14,11 @@ from pipeline.audit.command_line import (
 )
 from pipeline.audit.registry import (
     AuditQuery,
-    BadParameter,
-    UnknownQuery,
     all_queries,
     get_query,
     parse_assignments,
 )
+from pipeline.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,24 +50,16 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(describe(query) for query in all_queries()))
         return 0
     if not args.name:
-        print("stomp-lake audit: name a query, or --list them", file=sys.stderr)
-        return 2
-    try:
-        query = get_query(args.name)
-        values = parse_assignments(query, args.param)
-        window_from_args(args)
-    except (UnknownQuery, BadParameter, ValueError) as exc:
-        print(f"stomp-lake audit: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
+        raise UsageError("name a query, or --list them")
+    query = get_query(args.name)
+    values = parse_assignments(query, args.param)
+    window_from_args(args)
     if args.show_sql:
         print(query.sql)
         return 0
     if args.lake is None:
-        print("stomp-lake audit: --lake is required to run a query", file=sys.stderr)
-        return 2
+        raise UsageError("--lake is required to run a query")
     lake = check_lake(args.lake)
-    if lake is None:
-        return 1
     from pipeline.audit.output import error_summary, write_result
 
     with lake_session(args, lake) as spark:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from pipeline.lake import Lake, LakeBusy, lake_lock
+from pipeline.lake import Lake, lake_lock
 from pipeline.lake.statefile import read_json
 from pipeline.spark.session import DEFAULT_MASTER
 from pipeline.validation.quarantine import (
@@ -37,16 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     lake = Lake(args.lake)
-    try:
-        if args.show:
-            return _show(lake, args.show)
-        if args.release:
-            return _release(lake, args.release, args.master, args.wait_lock)
-        if args.discard:
-            return _discard(lake, args.discard, args.wait_lock)
-    except (NotQuarantined, LakeBusy) as problem:
-        print(f"stomp-lake quarantine: {problem}", file=sys.stderr)
-        return 3 if isinstance(problem, LakeBusy) else 2
+    if args.show:
+        return _show(lake, args.show)
+    if args.release:
+        return _release(lake, args.release, args.master, args.wait_lock)
+    if args.discard:
+        return _discard(lake, args.discard, args.wait_lock)
     return _list(lake)
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.audit.command_line import add_lake_arguments, check_lake, lake_session
-from pipeline.audit.views import TimeWindow
+from pipeline.audit.command_line import (
+    add_lake_arguments,
+    check_lake,
+    lake_session,
+    window_from_args,
+)
 
 DEFAULT_TITLE = "STOMP traffic report"
 
@@ -20,14 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        window = TimeWindow(args.since, args.until)
-    except ValueError as exc:
-        print(f"stomp-lake report: {exc}", file=sys.stderr)
-        return 2
+    window = window_from_args(args)
     lake = check_lake(args.lake)
-    if lake is None:
-        return 1
     from pipeline.report import ReportInfo, build_report
 
     info = ReportInfo(args.title, str(lake.root), window, datetime.now(UTC))

@@ -13,6 +13,7 @@ from pipeline.audit.command_line import (
     lake_session,
     window_from_args,
 )
+from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,21 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
-        window_from_args(args)
-    except ValueError as exc:
-        print(f"stomp-lake sql: {exc}", file=sys.stderr)
-        return 2
+    window_from_args(args)
     lake = check_lake(args.lake)
-    if lake is None:
-        return 1
     from pipeline.audit.statements import all_statements
     from pipeline.audit.views import table_names
 
     statements = all_statements(args.query) if args.query is not None else None
     if statements == []:
-        print("stomp-lake sql: the query is empty", file=sys.stderr)
-        return 2
+        raise UsageError("the query is empty")
     with lake_session(args, lake) as spark:
         if statements is None:
             return _interactive(spark, table_names(lake), args)

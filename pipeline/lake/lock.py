@@ -17,13 +17,16 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from pipeline.errors import StompLakeError
 from pipeline.lake.layout import SECRET_FILE_MODE, Lake
 
 _held_by_this_process: set[str] = set()
 
 
-class LakeBusy(RuntimeError):
+class LakeBusy(RuntimeError, StompLakeError):
     """Another run holds the lake."""
+
+    exit_code = 3
 
     def __init__(self, lake: Lake, holder: dict[str, Any] | None, waited: float) -> None:
         self.lake = lake

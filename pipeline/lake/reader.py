@@ -11,6 +11,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from pipeline.errors import StompLakeError
 from pipeline.lake.commit import open_table
 from pipeline.lake.layout import LEDGER, Lake
 from pipeline.lake.table_schema import delta_schema_to_arrow, to_spark_schema
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
-class TableNotFound(LookupError):
-    pass
+class TableNotFound(LookupError, StompLakeError):
+    exit_code = 1
 
 
 @dataclass(frozen=True, slots=True)

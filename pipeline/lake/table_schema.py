@@ -9,12 +9,16 @@ import pyarrow as pa
 from deltalake import Field as DeltaField
 from deltalake import Schema as DeltaSchema
 
+from pipeline.errors import StompLakeError
+
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
-class SchemaMismatch(ValueError):
+class SchemaMismatch(ValueError, StompLakeError):
     """The batch's schema cannot be appended to the table as it stands."""
+
+    exit_code = 1
 
 
 def to_arrow_schema(schema: StructType | pa.Schema) -> pa.Schema:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import schemas
+from pipeline.errors import StompLakeError
 from pipeline.lake.layout import Lake, make_private_dir, private_umask
 from pipeline.lake.reader import read_table
 from pipeline.lake.statefile import write_json_atomic
@@ -89,7 +90,9 @@ class ValidationReport:
         return "\n".join(lines)
 
 
-class ValidationFailed(Exception):
+class ValidationFailed(StompLakeError):
+    exit_code = 4
+
     def __init__(self, report: ValidationReport) -> None:
         super().__init__(report.describe())
         self.report = report

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import schemas
+from pipeline.errors import StompLakeError, UsageError
 from pipeline.lake.layout import Lake, make_private_dir
 from pipeline.lake.statefile import read_json, write_json_atomic
 
@@ -24,12 +25,14 @@ REPORT = "report.json"
 RELEASED = "released.json"
 
 
-class NotQuarantined(LookupError):
+class NotQuarantined(LookupError, UsageError):
     pass
 
 
-class BatchQuarantined(RuntimeError):
+class BatchQuarantined(RuntimeError, StompLakeError):
     """A run was asked for a batch that failed validation earlier and awaits review."""
+
+    exit_code = 4
 
     def __init__(self, lake: Lake, batch_id: str) -> None:
         super().__init__(

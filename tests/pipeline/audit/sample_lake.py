@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.commands.run import RunConfig, run
 from pipeline.lake import Lake
+from pipeline.runner import RunConfig, run
 from tests.conftest import SAMPLES
 
 RECORDS = sorted(SAMPLES.glob("*.expected.json"))

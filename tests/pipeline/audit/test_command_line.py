@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pipeline.audit.command_line import (
+    NoLake,
     add_lake_arguments,
     add_output_arguments,
     check_lake,
@@ -41,7 +42,8 @@ def test_bad_options_are_refused_by_the_parser(argv) -> None:
 
 
 def test_a_missing_lake_is_refused_and_an_empty_one_noted(tmp_path, capsys) -> None:
-    assert check_lake(tmp_path / "absent") is None
-    assert "no lake at" in capsys.readouterr().err
+    with pytest.raises(NoLake, match="no lake at") as refused:
+        check_lake(tmp_path / "absent")
+    assert refused.value.exit_code == 1
     assert check_lake(tmp_path) == Lake(tmp_path)
     assert "holds no tables yet" in capsys.readouterr().err

@@ -10,8 +10,8 @@ import pytest
 
 import schemas
 from pipeline.cli import main
-from pipeline.commands.run import RunConfig, run
 from pipeline.lake import Lake, Ledger, list_tables, pending_batch, read_table
+from pipeline.runner import RunConfig, run
 from pipeline.validation.gate import ValidationFailed
 from pipeline.validation.quarantine import BatchQuarantined, list_quarantined
 from pipeline.validation.suites import SUITES_DIR_VARIABLE

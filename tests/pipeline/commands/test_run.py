@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.commands.run import RunConfig, discover, run
 from pipeline.lake import Lake, list_tables, read_table
+from pipeline.runner import RunConfig, discover, run
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.spark
@@ -155,7 +155,8 @@ def test_discover_skips_partial_and_hidden_files(tmp_path) -> None:
 
 
 def test_summary_counts_frames_by_direction_and_command(tmp_path) -> None:
-    from pipeline.commands.run import RunResult, format_summary
+    from pipeline.commands.run import format_summary
+    from pipeline.runner import RunResult
 
     counts = {
         "sessions": 1,

@@ -24,8 +24,8 @@ import pytest
 from deltalake import DeltaTable
 
 import schemas
-from pipeline.commands.run import RunConfig, run
 from pipeline.lake import Lake
+from pipeline.runner import RunConfig, run
 from tests.conftest import DATA, REPO, SAMPLES
 
 pytestmark = pytest.mark.spark

@@ -1,0 +1,216 @@
+"""One batch of `stomp-lake run`: capture files -> the lake's Delta tables, incrementally and
+idempotently. Commands parse arguments and print; this module does the work (kedro's runner apart
+from its command line).
+
+Order of a batch, chosen so a run killed anywhere can simply be run again:
+begin (pending batch names its files) -> compute -> validate -> commit each table (skipped when
+the table already holds the batch) -> write carried connection state -> ledger -> move the state
+pointer -> finish (pending mark removed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
+from pipeline.lake.failpoints import failpoint
+from pipeline.lake.fingerprint import FileFingerprint
+from pipeline.lake.orphans import cleanup_lake
+from pipeline.lake.staged_tables import commit_tables, discard_tables, stage_tables
+from pipeline.session import ModelOptions
+from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
+
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
+
+
+@dataclass(slots=True)
+class RunConfig:
+    inputs: list[Path]
+    lake: Path
+    master: str = "local[*]"
+    batch_id: str | None = None
+    options: ModelOptions = field(default_factory=ModelOptions)
+    broker_ports: tuple[int, ...] = (61613, 61614)
+    close_open: bool = False
+    wait_lock: float = 0.0
+    validate: bool = True
+
+
+@dataclass(slots=True)
+class RunResult:
+    batch_id: str | None
+    files: int
+    counts: dict[str, Any]
+    elapsed_s: float
+    tables: dict[str, int] = field(default_factory=dict)  # table -> version after the run
+    skipped_files: dict[str, list[str]] = field(default_factory=dict)
+    # seconds per stage: "spark_start", "compute", "validate", "commit"
+    timings: dict[str, float] = field(default_factory=dict)
+    validation: Any = None  # the gate's ValidationReport when the batch was validated
+
+
+def discover(inputs: Iterable[Path]) -> list[str]:
+    """Capture files under the inputs; files still being written (temp names) are left alone."""
+    found: list[str] = []
+    for path in inputs:
+        candidates = sorted(path.rglob("*")) if path.is_dir() else [path]
+        for candidate in candidates:
+            name = candidate.name
+            if name.startswith(".") or name.endswith(".partial") or not candidate.is_file():
+                continue
+            if path.is_dir() and not name.lower().endswith(CAPTURE_SUFFIXES):
+                continue
+            found.append(str(candidate.resolve()))
+    return found
+
+
+def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
+    started = time.monotonic()
+    lake = Lake(config.lake).ensure()
+    with lake_lock(lake, wait=config.wait_lock):
+        ledger = Ledger(lake)
+        pending = pending_batch(lake)
+        if pending is not None:
+            progress(
+                f"resuming batch {pending.batch_id} left unfinished by an earlier run (its own "
+                "files only: files added since wait for the next run)"
+            )
+            batch, skipped = pending, {}
+        else:
+            scan = ledger.scan(discover(config.inputs))
+            skipped = _skipped(scan)
+            if not scan.new and config.batch_id and is_quarantined(lake, config.batch_id):
+                raise BatchQuarantined(lake, config.batch_id)
+            if not scan.new and not config.close_open:
+                progress("no new capture files")
+                return RunResult(None, 0, {}, time.monotonic() - started, skipped_files=skipped)
+            batch = begin_batch(lake, scan.new, batch_id=config.batch_id)
+            failpoint("run.batch_begun")
+        if carried.current_state_batch(lake) == batch.batch_id:
+            progress(f"batch {batch.batch_id} was complete but for its final mark")
+            finish_batch(lake, batch.batch_id)
+            return RunResult(batch.batch_id, len(batch.files), {}, time.monotonic() - started)
+        result = _run_batch(config, lake, ledger, batch.batch_id, batch.files, progress)
+        result.skipped_files = skipped
+        result.elapsed_s = time.monotonic() - started
+        return result
+
+
+def _skipped(scan: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    if scan.duplicates:
+        out["same content as an ingested file"] = [d.file.path for d in scan.duplicates]
+    if scan.changed:
+        out["changed since it was ingested"] = [f.path for f in scan.changed]
+    if scan.problems:
+        out["unreadable or still changing"] = [f"{p.path}: {p.detail}" for p in scan.problems]
+    return out
+
+
+def _run_batch(
+    config: RunConfig,
+    lake: Lake,
+    ledger: Ledger,
+    batch_id: str,
+    files: tuple[FileFingerprint, ...],
+    progress: Callable[[str], None],
+) -> RunResult:
+    from pyspark import StorageLevel
+
+    from pipeline.flows import RunnerConfig
+    from pipeline.spark.anomalies import capture_anomalies
+    from pipeline.spark.captures import packets_frame
+    from pipeline.spark.flows import STATE_KIND, flow_pass, split_tables
+    from pipeline.spark.session import build_spark
+    from pipeline.spark.summary import capture_stats, table_counts
+    from pipeline.validation.preload import preloading_while
+
+    timings: dict[str, float] = {}
+    mark = time.monotonic()
+    paths = [f.path for f in files]
+    progress(f"batch {batch_id}: {len(paths)} capture files")
+    cleanup_lake(lake)
+    start_spark = partial(build_spark, config.master)
+    spark = preloading_while(start_spark) if config.validate else start_spark()
+    timings["spark_start"] = _lap(mark)
+    mark = time.monotonic()
+    progress("stage 1/4: reading packets")
+    packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
+    runner = RunnerConfig(tuple(paths), config.options, config.broker_ports, config.close_open)
+    state = carried.read_carried(spark, lake)
+    partitions = max(2, spark.sparkContext.defaultParallelism * 2)
+    progress("stage 2/4: reassembling and decoding sessions, staging the tables")
+    tagged = flow_pass(packets, state, runner, partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    tables = split_tables(tagged, batch_id)
+    tables["anomalies"] = tables["anomalies"].unionByName(
+        capture_anomalies(packets, paths, batch_id)
+    )
+    counts = table_counts(tables)
+    counts.update(capture_stats(packets))
+    staged = stage_tables(spark, lake, batch_id, tables)
+    timings["compute"] = _lap(mark)
+    report = None
+    if config.validate:
+        mark = time.monotonic()
+        from pipeline.validation.gate import ValidationFailed, validate_batch
+
+        progress("stage 3/4: validating")
+        open_sessions = tagged.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
+        try:
+            report = validate_batch(
+                spark,
+                lake,
+                batch_id,
+                staged.frames,
+                counts,
+                open_sessions=open_sessions.selectExpr("open_session_id AS session_id"),
+            )
+        except ValidationFailed:
+            # Kept aside, not lost: the quarantine holds the tables; the files and the open
+            # connections move on so later batches are not held up by this one.
+            discard_tables(staged)
+            _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
+            raise
+        finally:
+            timings["validate"] = _lap(mark)
+    else:
+        progress("stage 3/4: validation skipped (--no-validate)")
+    mark = time.monotonic()
+    failpoint("run.validated")
+    progress("stage 4/4: committing")
+    versions = commit_tables(staged)
+    _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
+    tagged.unpersist()
+    packets.unpersist()
+    timings["commit"] = _lap(mark)
+    result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
+    result.validation = report
+    return result
+
+
+def _finish(
+    lake: Lake,
+    ledger: Ledger,
+    batch_id: str,
+    files: tuple[FileFingerprint, ...],
+    tagged: Any,
+    state_kind: str,
+) -> None:
+    """Carried state, ledger, state pointer, end mark: in this order, so a re-run after a crash
+    anywhere starts from the same state."""
+    carried.write_carried(tagged.where(f"kind = '{state_kind}'"), lake, batch_id)
+    failpoint("run.carried_written")
+    ledger.record(files, batch_id)
+    failpoint("run.ledger_recorded")
+    carried.advance(lake, batch_id)
+    failpoint("run.advanced")
+    finish_batch(lake, batch_id)
+
+
+def _lap(mark: float) -> float:
+    return round(time.monotonic() - mark, 3)
