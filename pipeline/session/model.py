@@ -46,6 +46,7 @@ from pipeline.session.outbox import Outbox
 from pipeline.session.privacy import (
     body_fields,
     first_values,
+    is_secret_header,
     protect_headers,
     scrub,
     scrub_body,
@@ -295,7 +296,7 @@ class SessionModel:
         direction = stream.direction
         header_list = frame.header_list
         headers = frame.headers
-        if command in CONNECT_COMMANDS or any(name.lower() == "passcode" for name in headers):
+        if command in CONNECT_COMMANDS or any(map(is_secret_header, headers)):
             header_list, secrets = protect_headers(header_list, self.options.login_hash_key)
             headers = first_values(header_list)
             if secrets:
@@ -304,7 +305,7 @@ class SessionModel:
         stored_command = command
         if command not in ALL_COMMANDS:  # broken framing can make a header line the command
             stored_command = scrub(command, out.secrets)
-        if command == "ERROR" and out.secrets:  # brokers may echo a rejected login
+        if command == "ERROR":  # brokers may echo a rejected login, CONNECT captured or not
             header_list = [(name, scrub(value, out.secrets)) for name, value in header_list]
             headers = first_values(header_list)
             body = scrub_body(body, out.secrets)

@@ -1,5 +1,14 @@
-"""Privacy rules: passcodes never leave the model, logins may be keyed-hashed, bodies are
-reduced to length + sha256 unless a preview or the full body was asked for."""
+r"""Privacy rules: passcodes never leave the model, logins may be keyed-hashed, bodies are
+reduced to length + sha256 unless a preview or the full body was asked for.
+
+Which header names count as a passcode: any name a broker could read as ``passcode``, erring on
+the side of masking. The STOMP texts differ (the early text strips spaces and compares names
+without case; 1.1/1.2 forbid trimming but undo ``\c``-style escapes, except in CONNECT in 1.2),
+and brokers differ again, so a name is a passcode when its letters, once escapes are dropped and
+case folded, spell ``passcode``: ``passcode ``, `` passcode``, ``PASSCODE``, ``pass\ccode``,
+``pass:code`` and ``pass code`` all do. This does not depend on which frame or connection state
+the header was seen in.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +22,24 @@ REDACTED = "***"
 SECRET_HEADERS: frozenset[str] = frozenset({"passcode"})
 LOGIN_HEADERS: frozenset[str] = frozenset({"login", "username"})  # username: pre-1.0 clients
 
-_SECRET_IN_TEXT = re.compile(r"(?i)(passcode\s*[:=]\s*)[^\s,;]*")
+# "passcode" (with the separators a name may carry, see is_secret_header) then ':' or '=':
+# the value up to the next space, comma or semicolon is masked.
+_NAME_IN_TEXT = r"pass(?:\\.|[^a-z0-9\n\\])*code[ \t]*(?:\\c|[:=])[ \t]*"
+_SECRET_IN_TEXT = re.compile(rf"(?i)({_NAME_IN_TEXT})[^\s,;]*")
+_SECRET_IN_BYTES = re.compile(rf"(?i)({_NAME_IN_TEXT})[^\s,;]*".encode())
 _MIN_SECRET_LEN = 4  # shorter known secrets would blank out ordinary text
+_ESCAPE = re.compile(r"\\.")
+_NOT_LETTER = re.compile(r"[^a-z]")
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether a broker could take a header of this name for the passcode (see module doc)."""
+    lowered = name.lower()
+    if lowered in SECRET_HEADERS:
+        return True
+    if len(lowered) < 8 or "p" not in lowered or "d" not in lowered:
+        return False
+    return _NOT_LETTER.sub("", _ESCAPE.sub("", lowered)) in SECRET_HEADERS
 
 
 def hash_login(login: str, key: bytes) -> str:
@@ -28,11 +53,10 @@ def protect_headers(
     protected: list[tuple[str, str]] = []
     secrets: list[str] = []
     for name, value in header_list:
-        lowered = name.lower()
-        if lowered in SECRET_HEADERS:
+        if is_secret_header(name):
             secrets.append(value)
             value = REDACTED
-        elif login_key is not None and lowered in LOGIN_HEADERS:
+        elif login_key is not None and name.lower() in LOGIN_HEADERS:
             value = hash_login(value, login_key)
         protected.append((name, value))
     return protected, secrets
@@ -47,7 +71,7 @@ def first_values(header_list: list[tuple[str, str]]) -> dict[str, str]:
 
 def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Text safe to store: ``passcode:xxx`` spelled out and any known passcode value masked."""
-    if "passcode" in text.lower():
+    if "code" in text.lower():
         text = _SECRET_IN_TEXT.sub(r"\g<1>" + REDACTED, text)
     for secret in secrets:
         if len(secret) >= _MIN_SECRET_LEN and secret in text:
@@ -82,6 +106,7 @@ def scrub_body(
     if text is not None:
         text = scrub(text, secrets)
     if raw is not None:
+        raw = _SECRET_IN_BYTES.sub(rb"\g<1>" + REDACTED.encode(), raw)
         for secret in secrets:
             if len(secret) >= _MIN_SECRET_LEN:
                 raw = raw.replace(secret.encode("utf-8", "surrogatepass"), REDACTED.encode())

@@ -6,7 +6,13 @@ import hmac
 import pytest
 
 from pipeline.session import ModelOptions
-from pipeline.session.privacy import body_fields, hash_login, protect_headers, scrub
+from pipeline.session.privacy import (
+    body_fields,
+    hash_login,
+    is_secret_header,
+    protect_headers,
+    scrub,
+)
 from tests.pipeline.session.conversation import Conversation, only
 
 SECRET = "s3cret-pass"
@@ -106,3 +112,74 @@ def test_login_is_kept_by_default_and_keyed_hash_on_request() -> None:
     assert rows["sessions"][0]["login"] == digest
     assert only(rows["frames"], command="CONNECT")[0]["headers"]["login"] == digest
     assert "alice" not in repr(rows)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "passcode",
+        "passcode ",
+        " passcode",
+        "PASSCODE",
+        "Pass Code",
+        "pass\\ccode",
+        "pass:code",
+        "pass\\ncode",
+        "\tpasscode\r",
+        "pass_code",
+        "pass-code",
+    ],
+)
+def test_every_name_a_broker_could_read_as_passcode_is_secret(name: str) -> None:
+    assert is_secret_header(name)
+    protected, secrets = protect_headers([(name, "pw-value")], None)
+    assert protected == [(name, "***")] and secrets == ["pw-value"]
+
+
+@pytest.mark.parametrize("name", ["login", "host", "passcodes", "xpasscode", "code", "pass"])
+def test_other_names_are_not_secret(name: str) -> None:
+    assert not is_secret_header(name)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("echo passcode :abc1 end", "echo passcode :*** end"),
+        ("pass\\ccode\\cabc1", "pass\\ccode\\c***"),
+        ("PASS CODE= abc1;x", "PASS CODE= ***;x"),
+        ("\\" * 5000 + "x", "\\" * 5000 + "x"),  # no catastrophic backtracking
+    ],
+)
+def test_scrub_masks_passcode_variants_spelled_out(text: str, expected: str) -> None:
+    assert scrub(text) == expected
+
+
+def _mid_stream_echo(options: ModelOptions) -> dict[str, list[dict]]:
+    """A connection whose CONNECT was not captured: the broker's ERROR echoes the login."""
+    talk = Conversation(options, mid_stream=True)
+    talk.server(1, "ERROR", [("message", "login failed: passcode:echoed-1")], b"passcode:echoed-2")
+    talk.server(2, "ERROR", [("passcode ", "echoed-3")], b"")
+    return talk.finish(5)
+
+
+@pytest.mark.parametrize(
+    "options", [ModelOptions(), ModelOptions("full"), ModelOptions("preview", 99)]
+)
+def test_masking_does_not_wait_for_a_connect(options: ModelOptions) -> None:
+    rows = _mid_stream_echo(options)
+    assert rows["frames"] and rows["errors"]
+    assert "echoed-" not in repr(rows)
+
+
+def test_crafted_placements_in_one_connection_never_reach_a_row() -> None:
+    talk = Conversation(ModelOptions("full"))
+    talk.handshake(passcode="first-pw", login="alice")
+    talk.client(3, "SEND", [("destination", "/q"), ("PASSCODE", "upper-pw")], b"x")
+    talk.client(4, "SEND", [("destination", "/q"), (" passcode", "lead-pw")], b"x")
+    talk.client(5, "SEND", [("destination", "/q"), ("pass:code", "colon-pw")], b"x")
+    talk.data("c2s", 6, b"STOMP\naccept-version:1.2\npasscode :second-pw\n\n\0")
+    talk.data("c2s", 7, b"CONNECT\npass\\ccode:escaped-pw\r\n\n\0")
+    rows = talk.finish(9)
+    text = repr(rows)
+    for secret in ("first-pw", "upper-pw", "lead-pw", "colon-pw", "second-pw", "escaped-pw"):
+        assert secret not in text, secret
