@@ -17,6 +17,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import UsageError
+from pipeline.ingest.sniff import detect_format, unknown_format
 from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
 from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import FileFingerprint
@@ -69,8 +71,54 @@ def discover(inputs: Iterable[Path]) -> list[str]:
     return found
 
 
+NOT_A_CAPTURE = "not a capture file"
+SNIFF_BYTES = 8
+
+
+class InputError(UsageError):
+    """The inputs name nothing to ingest: found before the lake is touched or Spark starts."""
+
+
+def sniff_captures(paths: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+    """The files that start like a pcap or pcapng, and the others with the reason. A file that
+    cannot be read is left with the captures: the ledger scan reports it."""
+    captures: list[str] = []
+    others: dict[str, str] = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(SNIFF_BYTES)
+        except OSError:
+            captures.append(path)
+            continue
+        if detect_format(head, len(head)) == "unknown":
+            others[path] = unknown_format(head, len(head)).detail
+        else:
+            captures.append(path)
+    return captures, others
+
+
+def check_inputs(config: RunConfig) -> tuple[list[str], dict[str, str]]:
+    """The capture files to scan and the files that are not captures; InputError (exit 2) for a
+    missing input or inputs without one capture file, unless the run only closes carried
+    connections (`--open-connections close` over an empty folder, as maintenance does)."""
+    missing = [str(path) for path in config.inputs if not path.exists()]
+    if missing:
+        raise InputError(f"no such file or directory: {', '.join(missing)}")
+    captures, others = sniff_captures(discover(config.inputs))
+    if not captures and not config.close_open:
+        named = ", ".join(str(path) for path in config.inputs)
+        if others:
+            why = "; ".join(f"{path}: {reason}" for path, reason in others.items())
+            raise InputError(f"no capture files in {named} ({NOT_A_CAPTURE}: {why})")
+        suffixes = ", ".join(CAPTURE_SUFFIXES)
+        raise InputError(f"no capture files ({suffixes}) in {named}")
+    return captures, others
+
+
 def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
     started = time.monotonic()
+    captures, not_captures = check_inputs(config)
     lake = Lake(config.lake).ensure()
     with lake_lock(lake, wait=config.wait_lock):
         ledger = Ledger(lake)
@@ -82,8 +130,11 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             )
             batch, skipped = pending, {}
         else:
-            scan = ledger.scan(discover(config.inputs))
+            scan = ledger.scan(captures)
             skipped = _skipped(scan)
+            if not_captures:
+                # Out of the ledger, so they are reported again while they are there.
+                skipped[NOT_A_CAPTURE] = [f"{p}: {why}" for p, why in not_captures.items()]
             if not scan.new and config.batch_id and is_quarantined(lake, config.batch_id):
                 raise BatchQuarantined(lake, config.batch_id)
             if not scan.new and not config.close_open:
@@ -122,10 +173,9 @@ def _run_batch(
 ) -> RunResult:
     from pyspark import StorageLevel
 
-    from pipeline.flows import RunnerConfig
     from pipeline.spark.anomalies import capture_anomalies
     from pipeline.spark.captures import packets_frame
-    from pipeline.spark.flows import STATE_KIND, flow_pass, split_tables
+    from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass, split_tables
     from pipeline.spark.session import build_spark
     from pipeline.spark.summary import capture_stats, table_counts
     from pipeline.validation.preload import preloading_while

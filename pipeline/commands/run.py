@@ -15,6 +15,7 @@ from pipeline.stomp.commands import ALL_COMMANDS
 __all__ = ["RunConfig", "RunResult", "config_from_args", "discover", "format_summary", "run"]
 
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # to_datetime gives UTC
+LISTED_SKIPPED = 20  # skipped files named in the summary, per reason
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
@@ -55,6 +56,9 @@ def format_summary(result: RunResult, lake: Path) -> str:
         lines.append("  seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items()))
     for reason, paths in result.skipped_files.items():
         lines.append(f"  skipped ({reason}): {len(paths)} files")
+        lines += [f"    {path}" for path in paths[:LISTED_SKIPPED]]
+        if len(paths) > LISTED_SKIPPED:
+            lines.append(f"    ... and {len(paths) - LISTED_SKIPPED} more")
     report = result.validation
     if report is not None:
         lines.append(f"validation: {len(report.outcomes)} expectations passed")
