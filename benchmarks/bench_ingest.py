@@ -54,9 +54,8 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     started = time.perf_counter()
     from pyspark import StorageLevel
 
-    from pipeline.flows import RunnerConfig
     from pipeline.spark.captures import packets_frame
-    from pipeline.spark.flows import flow_pass
+    from pipeline.spark.flows import RunnerConfig, flow_pass
     from pipeline.spark.session import build_spark
 
     spark = build_spark("local[*]", app_name="bench-ingest")

@@ -18,6 +18,7 @@ import struct
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from functools import cache
 
 from hypothesis import strategies as st
@@ -25,11 +26,10 @@ from hypothesis import strategies as st
 from fuzz import harness
 from fuzz.offline import assert_passcodes_masked
 from fuzz.seeds import PASSCODE, stomp_streams
-from pipeline.flows import FlowRunner, RunnerConfig
 from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
 from pipeline.reassembly import Closed, Conflict, ConnectionTracker, Data, Gap, Opened, Segment
-from pipeline.spark.captures import flow_key
-from pipeline.spark.flows import STATE_KIND, _to_batch, output_schema
+from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig, _to_batch, output_schema
+from pipeline.spark.pieces import PieceBuilder
 
 RECORD = struct.Struct("!BHBBB")
 CLIENT = ("127.0.0.1", 40001)
@@ -129,11 +129,19 @@ def check_tracker(items: list[TcpPacket], blob: bytes) -> None:
     assert opened == closed
 
 
-def run_flows(rows: list[dict], path: str, close_open: bool) -> tuple[dict, list[dict]]:
-    """Table rows (by table) and state rows of the flow runner over packet/state rows."""
+def run_flows(
+    items: list[TcpPacket], path: str, close_open: bool, states: Sequence[dict] = ()
+) -> tuple[dict, list[dict]]:
+    """Table rows (by table) and state rows of the flow runner over carried states, then the
+    packets as one flow piece."""
     runner = FlowRunner(RunnerConfig((path,), close_open=close_open))
-    for row in rows:
-        runner.feed(row)
+    for row in states:
+        runner.resume(row["flow_key"], row["state"])
+    builder = PieceBuilder(0)
+    for packet in items:
+        builder.add(packet)
+    for piece in builder.pieces():
+        runner.feed_piece(piece)
     runner.close()
     schema = output_schema()
     tables: dict[str, list[dict]] = {}
@@ -150,15 +158,6 @@ def run_flows(rows: list[dict], path: str, close_open: bool) -> tuple[dict, list
     return tables, states
 
 
-def packet_row(packet: TcpPacket) -> dict:
-    return {
-        "record_type": "packet",
-        "flow_key": flow_key(packet.src_ip, packet.src_port, packet.dst_ip, packet.dst_port),
-        "file_id": 0,
-        **{name: getattr(packet, name) for name in TcpPacket.__slots__},
-    }
-
-
 def _canonical(tables: dict) -> Counter:
     return Counter(
         (table, repr(sorted(row.items()))) for table, rows in tables.items() for row in rows
@@ -171,17 +170,16 @@ def check(data: bytes) -> None:
     path = _scratch()
     with open(path, "wb") as handle:
         handle.write(blob)
-    rows = [packet_row(p) for p in items]
-    whole, states = run_flows(rows, path, close_open=True)
+    whole, states = run_flows(items, path, close_open=True)
     assert not states
     assert_passcodes_masked(whole)
     if not items:
         return
     cut = data[-1] % (len(items) + 1)
-    first, states = run_flows(rows[:cut], path, close_open=False)
+    first, states = run_flows(items[:cut], path, close_open=False)
     if not states:  # closed at the cut: finished there (later packets start a new connection)
         return
-    second, left = run_flows(states + rows[cut:], path, close_open=True)
+    second, left = run_flows(items[cut:], path, close_open=True, states=states)
     assert not left
     for table, produced in first.items():
         second.setdefault(table, []).extend(produced)

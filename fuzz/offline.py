@@ -1,7 +1,7 @@
 """The run's per-file and per-flow passes without Spark, for fuzzing whole captures.
 
 Mirrors what `pipeline.spark` does around the pure-Python parts: every split of every file is
-read into packet rows with `read_split` (the exact Arrow batches of phase 1), packet rows are
+read into flow pieces with `read_split` (the exact Arrow batches of phase 1), pieces are
 sorted as `flow_pass` sorts them, fed to a `FlowRunner`, and its output is turned into Arrow
 batches with the exact schema `flow_pass` declares. A value Spark could not take (an integer
 past int64, a date out of range, a null in a non-null column) fails here as it would there.
@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 import schemas
-from pipeline.flows import FlowRunner, RunnerConfig
 from pipeline.ingest import split_capture
 from pipeline.session import ModelOptions
 from pipeline.spark.captures import read_split
-from pipeline.spark.flows import STATE_KIND, _to_batch, output_schema
+from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig, _to_batch, output_schema
 
 CAPTURE_TABLE = "anomalies"
 _UNMASKED = re.compile(r"(?i)passcode\s*[:=]\s*(?!\*\*\*)[^\s,;]")
@@ -47,13 +46,14 @@ def run_offline(
     options: ModelOptions | None = None,
 ) -> OfflineResult:
     result = OfflineResult()
-    packet_rows: list[dict] = []
+    piece_rows: list[dict] = []
     for file_id, path in enumerate(paths):
         for split in split_capture(path, split_bytes):
             for batch in read_split(file_id, split):
                 for row in batch.to_pylist():
-                    if row["record_type"] == "packet":
-                        packet_rows.append(row)
+                    if row["record_type"] == "piece":
+                        piece_rows.append(row)
+                        result.packets += row["packet_count"]
                     elif row["record_type"] == "anomaly":
                         kind, _, detail = row["detail"].partition(": ")
                         result.capture_anomalies.append(
@@ -64,14 +64,13 @@ def run_offline(
                                 "detail": detail,
                             }
                         )
-    result.packets = len(packet_rows)
-    packet_rows.sort(key=_sort_key)
+    piece_rows.sort(key=_sort_key)
     config = RunnerConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
     runner = FlowRunner(config)
     schema = output_schema()
     tables: dict[str, list[dict]] = {name: [] for name in schemas.TABLES}
-    for row in packet_rows:
-        runner.feed(row)
+    if piece_rows:
+        runner.feed_batch(pa.RecordBatch.from_pylist(piece_rows))
     runner.close()
     for kind, rows, keys in runner.drain():
         batch = _to_batch(schema, kind, rows, keys)  # raises where Spark's Arrow step would

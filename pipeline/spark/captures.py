@@ -1,8 +1,8 @@
-"""Phase 1 of a run: capture files -> one row per TCP packet, in parallel.
+"""Phase 1 of a run: capture files -> one row per (flow, capture split), in parallel.
 
-Payload bytes are not carried: a row holds where the payload lies in its file, and the per-flow
-pass reads it back by offset. The shuffle that groups packets by flow then moves ~80 bytes a
-packet instead of the payload.
+Each row packs one flow's packets of one split (`pipeline.spark.pieces`); payload bytes are
+not carried: a packet holds where its payload lies in its file, and the flow pass reads it back
+by offset. Anomaly and stats rows of each split travel in the same frame.
 """
 
 from __future__ import annotations
@@ -11,34 +11,28 @@ import json
 import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 from pipeline.ingest import CaptureAnomaly, CaptureReader, CaptureSplit, TcpPacket, split_capture
+from pipeline.spark.pieces import Piece, PieceBuilder, flow_key
 
-PACKET_SCHEMA = pa.schema(
+__all__ = ["PIECE_SCHEMA", "flow_key", "packets_frame", "plan_tasks", "read_split"]
+
+PIECE_SCHEMA = pa.schema(
     [
-        ("record_type", pa.string()),  # "packet" | "anomaly" | "stats"
+        ("record_type", pa.string()),  # "piece" | "anomaly" | "stats"
         ("flow_key", pa.string()),
         ("file_id", pa.int32()),
-        ("src_ip", pa.string()),
-        ("src_port", pa.int32()),
-        ("dst_ip", pa.string()),
-        ("dst_port", pa.int32()),
-        ("ts_ns", pa.int64()),
-        ("seq", pa.int64()),
-        ("ack", pa.int64()),
-        ("flags", pa.int32()),
-        ("window", pa.int32()),
-        ("payload_offset", pa.int64()),
-        ("payload_len", pa.int32()),
-        ("wire_len", pa.int32()),
-        ("record_offset", pa.int64()),
+        ("ts_ns", pa.int64()),  # a piece's first packet (see Piece.first)
+        ("record_offset", pa.int64()),  # ... and its record; an anomaly's offset
+        ("packet_count", pa.int32()),
+        ("packets", pa.binary()),  # PACKET_DTYPE records
         ("detail", pa.string()),  # anomaly kind and detail, or stats as JSON
     ]
 )
@@ -46,13 +40,9 @@ PACKET_SCHEMA = pa.schema(
 SPLIT_SCHEMA = pa.schema([("file_id", pa.int32()), ("split", pa.binary())])
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
-
-
-def flow_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> str:
-    """The same key for both directions of a 4-tuple."""
-    a, b = (src_ip, src_port), (dst_ip, dst_port)
-    (ip1, p1), (ip2, p2) = (a, b) if a <= b else (b, a)
-    return f"{ip1}|{p1}|{ip2}|{p2}"
+# Packets held before a split's pieces are packed and sent: bounds the reader's memory and the
+# size of one Arrow batch (48 bytes a packet) whatever the shape of the traffic.
+PIECE_PACKETS = 131_072
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,44 +59,22 @@ def plan_tasks(paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
     return tasks
 
 
-TCP_FIELDS = tuple(
-    name
-    for name in PACKET_SCHEMA.names
-    if name not in ("record_type", "flow_key", "file_id", "detail")
-)  # the columns a TcpPacket fills, in schema order
-_TCP_VALUES = attrgetter(*TCP_FIELDS)
-
-
-def flow_keys(
-    src_ip: pa.Array, src_port: pa.Array, dst_ip: pa.Array, dst_port: pa.Array
-) -> pa.Array:
-    """`flow_key` for whole columns at once."""
-    import pyarrow.compute as pc
-
-    swap = pc.or_(  # (src_ip, src_port) > (dst_ip, dst_port), as Python compares the tuples
-        pc.greater(src_ip, dst_ip),
-        pc.and_(pc.equal(src_ip, dst_ip), pc.greater(src_port, dst_port)),
+def _piece_batch(pieces: list[Piece]) -> pa.RecordBatch:
+    firsts = [piece.first for piece in pieces]
+    n = len(pieces)
+    return pa.RecordBatch.from_pydict(
+        {
+            "record_type": pa.repeat(pa.scalar("piece"), n),
+            "flow_key": [piece.key for piece in pieces],
+            "file_id": [piece.file_id for piece in pieces],
+            "ts_ns": [first[0] for first in firsts],
+            "record_offset": [first[2] for first in firsts],
+            "packet_count": [len(piece.packets) for piece in pieces],
+            "packets": [piece.packets.tobytes() for piece in pieces],
+            "detail": pa.nulls(n, pa.string()),
+        },
+        schema=PIECE_SCHEMA,
     )
-    ip1, ip2 = pc.if_else(swap, dst_ip, src_ip), pc.if_else(swap, src_ip, dst_ip)
-    port1 = pc.cast(pc.if_else(swap, dst_port, src_port), pa.string())
-    port2 = pc.cast(pc.if_else(swap, src_port, dst_port), pa.string())
-    return pc.binary_join_element_wise(ip1, port1, ip2, port2, "|")
-
-
-def _packet_batch(file_id: int, packets: list[TcpPacket]) -> pa.RecordBatch:
-    n = len(packets)
-    values = zip(*map(_TCP_VALUES, packets), strict=True)  # one tuple per field
-    columns = {
-        name: pa.array(column, PACKET_SCHEMA.field(name).type)
-        for name, column in zip(TCP_FIELDS, values, strict=True)
-    }
-    columns["file_id"] = pa.repeat(pa.scalar(file_id, pa.int32()), n)
-    columns["record_type"] = pa.repeat(pa.scalar("packet"), n)
-    columns["flow_key"] = flow_keys(
-        columns["src_ip"], columns["src_port"], columns["dst_ip"], columns["dst_port"]
-    )
-    columns["detail"] = pa.nulls(n, pa.string())
-    return pa.RecordBatch.from_pydict(columns, schema=PACKET_SCHEMA)
 
 
 def _side_batch(file_id: int, rows: list[tuple[str, int | None, str]]) -> pa.RecordBatch:
@@ -114,33 +82,35 @@ def _side_batch(file_id: int, rows: list[tuple[str, int | None, str]]) -> pa.Rec
     n = len(rows)
     columns = {
         name: pa.nulls(n, field.type)
-        for name, field in zip(PACKET_SCHEMA.names, PACKET_SCHEMA, strict=True)
+        for name, field in zip(PIECE_SCHEMA.names, PIECE_SCHEMA, strict=True)
     }
     columns["record_type"] = pa.array([r[0] for r in rows], pa.string())
     columns["file_id"] = pa.repeat(pa.scalar(file_id, pa.int32()), n)
     columns["record_offset"] = pa.array([r[1] for r in rows], pa.int64())
     columns["detail"] = pa.array([r[2] for r in rows], pa.string())
-    return pa.RecordBatch.from_pydict(columns, schema=PACKET_SCHEMA)
+    return pa.RecordBatch.from_pydict(columns, schema=PIECE_SCHEMA)
 
 
 def read_split(
-    file_id: int, split: CaptureSplit, batch_rows: int = 65536
+    file_id: int, split: CaptureSplit, piece_packets: int = PIECE_PACKETS
 ) -> Iterator[pa.RecordBatch]:
     reader = CaptureReader.from_split(split)
-    packets: list[TcpPacket] = []
+    builder = PieceBuilder(file_id)
+    held = 0
     side: list[tuple[str, int | None, str]] = []
     window = CaptureWindow()
     for item in reader:
         if type(item) is TcpPacket:
-            packets.append(item)
-            if len(packets) >= batch_rows:
-                yield window.widened_by(_packet_batch(file_id, packets))
-                packets = []
+            builder.add(item)
+            held += 1
+            if held >= piece_packets:
+                yield window.widened_by(list(builder.pieces()))
+                held = 0
         elif isinstance(item, CaptureAnomaly):
             side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
     reader.close()
-    if packets:
-        yield window.widened_by(_packet_batch(file_id, packets))
+    if held:
+        yield window.widened_by(list(builder.pieces()))
     side.append(("stats", None, json.dumps({**asdict(reader.stats), **asdict(window)})))
     yield _side_batch(file_id, side)
 
@@ -152,21 +122,19 @@ class CaptureWindow:
     first_ts_ns: int | None = None
     last_ts_ns: int | None = None
 
-    def widened_by(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        import pyarrow.compute as pc
-
-        extremes = pc.min_max(batch.column("ts_ns"))
-        low, high = extremes["min"].as_py(), extremes["max"].as_py()
-        if low is not None:
+    def widened_by(self, pieces: list[Piece]) -> pa.RecordBatch:
+        for piece in pieces:
+            times = piece.packets["ts_ns"]
+            low, high = int(np.min(times)), int(np.max(times))
             self.first_ts_ns = low if self.first_ts_ns is None else min(self.first_ts_ns, low)
             self.last_ts_ns = high if self.last_ts_ns is None else max(self.last_ts_ns, high)
-        return batch
+        return _piece_batch(pieces)
 
 
 def packets_frame(
     spark: SparkSession, paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES
 ) -> DataFrame:
-    """One row per TCP packet (plus anomaly and stats rows) of the given capture files."""
+    """One row per flow and split (plus anomaly and stats rows) of the given capture files."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     tasks = plan_tasks(paths, split_bytes)
@@ -180,4 +148,4 @@ def packets_frame(
             ):
                 yield from read_split(file_id, pickle.loads(split))
 
-    return plan.mapInArrow(read, from_arrow_schema(PACKET_SCHEMA))
+    return plan.mapInArrow(read, from_arrow_schema(PIECE_SCHEMA))

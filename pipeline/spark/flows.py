@@ -1,29 +1,186 @@
-"""Phase 2 of a run: packets grouped by flow, sorted by time, streamed through the flow runner.
+"""Phase 2 of a run: flow pieces grouped by flow, merged into packet order, each flow's packets
+driven through its connection driver (`pipeline.driver`).
 
-The pass is a single `mapInArrow` over partitions sorted by (flow_key, ts_ns): one flow's packets
-arrive together and in order, so memory holds one connection's reassembly and decoder state, never
-the connection's bytes. Its output is one row per produced table row, tagged with the table name
-and carried in that table's struct column; `split_tables` turns it into one DataFrame per table.
-State of connections still open travels in the same stream, tagged `_state`.
+The pass is a single `mapInArrow` over partitions sorted by (flow, first packet of the piece):
+one flow's pieces arrive together and in order, so memory holds the pieces of one flow that
+overlap in time and one connection's reassembly and decoder state, never the connection's bytes.
+Its output is one row per produced table row, tagged with the table name and carried in that
+table's struct column; `split_tables` turns it into one DataFrame per table. State of
+connections still open travels in the same stream, tagged `_state`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from dataclasses import field as default
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
 import schemas
-from pipeline.flows import FlowRunner, RunnerConfig
+from pipeline.driver import DEFAULT_BROKER_PORTS, ConnectionDriver, DriverConfig
+from pipeline.ingest.records import FIN, RST, SYN, TcpPacket
+from pipeline.session import ModelOptions
+from pipeline.session.rows import Row
+from pipeline.spark.carried_state import dump_state, load_state
+from pipeline.spark.payloads import PayloadFiles
+from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 STATE_KIND = "_state"
-COUNTERS_KIND = "_counters"
-WRITER_COLUMNS = ("date", "batch_id")  # added on the Spark side
 OUTPUT_BATCH_ROWS = 20_000
+# Bytes of one Arrow batch of pieces into the pass (Spark's default has no byte limit).
+INPUT_BATCH_BYTES = 64 << 20
+_PACKET_FIELDS = (
+    "ts_ns",
+    "payload_offset",
+    "record_offset",
+    "seq",
+    "ack",
+    "payload_len",
+    "wire_len",
+    "window",
+    "flags",
+    "reverse",
+    "file_id",
+)
+_NOT_BARE = SYN | FIN | RST
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerConfig:
+    paths: tuple[str, ...]  # capture files of this run, indexed by file_id
+    options: ModelOptions = default(default_factory=ModelOptions)
+    broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
+    close_open: bool = False
+
+    @property
+    def driver(self) -> DriverConfig:
+        return DriverConfig(self.options, self.broker_ports, self.close_open)
+
+
+class FlowRunner:
+    """Feed piece rows (and carried state rows) sorted by flow; drain tagged table rows."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self._driver_config = config.driver
+        self.files = PayloadFiles(config.paths)
+        self._key: str | None = None
+        self._driver: ConnectionDriver | None = None
+        self._merger = PieceMerger()
+        self._ends: tuple[str, int, str, int] = ("", 0, "", 0)
+        self._out: dict[str, list[Row]] = {}
+        self._out_keys: dict[str, list[str | None]] = {}
+        self._pending = 0
+
+    # -- input -------------------------------------------------------------------------------
+    def feed_batch(self, batch: pa.RecordBatch) -> None:
+        """A batch of the sorted stream: columns record_type, flow_key, file_id, packets, state."""
+        names = batch.schema.names
+        count = batch.num_rows
+        nulls = [None] * count
+        columns = [
+            batch.column(name).to_pylist() if name in names else nulls
+            for name in ("record_type", "flow_key", "file_id", "packets", "state")
+        ]
+        for record_type, key, file_id, blob, state in zip(*columns, strict=True):
+            if key != self._key:
+                self._end_flow()
+                self._start_flow(key)
+            if record_type == "state":
+                self.resume(key, state)
+            else:
+                self.feed_piece(Piece(key, file_id, unpack(blob)))
+
+    def resume(self, key: str, state: bytes) -> None:
+        """A connection carried from an earlier batch: comes before the flow's pieces."""
+        if key != self._key:
+            self._end_flow()
+            self._start_flow(key)
+        self._driver = ConnectionDriver(self._driver_config, load_state(state))
+
+    def feed_piece(self, piece: Piece) -> None:
+        """One piece of the current flow (pieces in order of `Piece.first`)."""
+        if piece.key != self._key:
+            self._end_flow()
+            self._start_flow(piece.key)
+        self._feed(self._merger.add(piece))
+
+    def close(self) -> None:
+        self._end_flow()
+        self.files.close()
+
+    # -- output ------------------------------------------------------------------------------
+    def pending_rows(self) -> int:
+        return self._pending
+
+    def drain(self) -> Iterator[tuple[str, list[Row], list[str | None]]]:
+        out, keys = self._out, self._out_keys
+        self._out, self._out_keys, self._pending = {}, {}, 0
+        for kind, rows in out.items():
+            yield kind, rows, keys[kind]
+
+    def _collect(self, driver: ConnectionDriver) -> None:
+        for kind, rows in driver.drain().items():
+            self._out.setdefault(kind, []).extend(rows)
+            self._out_keys.setdefault(kind, []).extend([self._key] * len(rows))
+            self._pending += len(rows)
+
+    # -- one flow ----------------------------------------------------------------------------
+    def _start_flow(self, key: str) -> None:
+        self._key = key
+        self._ends = key_ends(key)
+        self._driver = None
+
+    def _feed(self, packets: np.ndarray) -> None:
+        if not len(packets):
+            return
+        driver = self._driver
+        if driver is None:
+            driver = self._driver = ConnectionDriver(self._driver_config)
+        ip_a, port_a, ip_b, port_b = self._ends
+        read, paths = self.files.read, self.config.paths
+        columns = [packets[name].tolist() for name in _PACKET_FIELDS]
+        for ts, p_off, r_off, seq, ack, p_len, w_len, window, flags, reverse, file_id in zip(
+            *columns, strict=True
+        ):
+            if reverse:
+                src_ip, src_port, dst_ip, dst_port = ip_b, port_b, ip_a, port_a
+            else:
+                src_ip, src_port, dst_ip, dst_port = ip_a, port_a, ip_b, port_b
+            bare = not p_len and not w_len and not flags & _NOT_BARE
+            if bare and driver.bare_ack(src_ip, src_port, ts):
+                continue
+            packet = TcpPacket(
+                ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, window,
+                p_off, p_len, w_len, r_off,
+            )  # fmt: skip
+            payload = read(file_id, p_off, p_len) if p_len else b""
+            driver.packet(packet, payload, (paths[file_id], r_off))
+        self._collect(driver)
+
+    def _end_flow(self) -> None:
+        if self._key is None:
+            return
+        self._feed(self._merger.finish())
+        driver = self._driver
+        self._driver = None
+        if driver is None:
+            return
+        session_id = driver.open_session_id
+        state = driver.end()
+        self._collect(driver)
+        if state is not None:
+            self._out.setdefault(STATE_KIND, []).append(
+                {"state": dump_state(state), "session_id": session_id}
+            )
+            self._out_keys.setdefault(STATE_KIND, []).append(self._key)
+            self._pending += 1
 
 
 def row_struct(table: str) -> pa.StructType:
@@ -34,7 +191,7 @@ def row_struct(table: str) -> pa.StructType:
 def output_schema() -> pa.Schema:
     fields = [pa.field("kind", pa.string()), pa.field("flow_key", pa.string())]
     fields += [pa.field(table, row_struct(table)) for table in schemas.TABLES]
-    fields += [pa.field("state", pa.binary()), pa.field("counters", pa.string())]
+    fields += [pa.field("state", pa.binary())]
     # on a state row: the session still open, whose rows may precede its `sessions` row
     fields += [pa.field("open_session_id", pa.string())]
     return pa.schema(fields)
@@ -56,8 +213,6 @@ def _to_batch(
             arrays.append(pa.array([r["state"] for r in rows], pa.binary()))
         elif field.name == "open_session_id" and kind == STATE_KIND:
             arrays.append(pa.array([r["session_id"] for r in rows], pa.string()))
-        elif field.name == "counters" and kind == COUNTERS_KIND:
-            arrays.append(pa.array([r["counters"] for r in rows], pa.string()))
         else:
             arrays.append(pa.nulls(n, field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -75,7 +230,7 @@ def run_partition(
                 yield _to_batch(schema, kind, rows, keys)
 
     for batch in batches:
-        runner.feed_columns(batch.to_pydict())
+        runner.feed_batch(batch)
         if runner.pending_rows() >= OUTPUT_BATCH_ROWS:
             yield from flush()
     runner.close()
@@ -85,11 +240,15 @@ def run_partition(
 def flow_pass(
     packets: DataFrame, state: DataFrame | None, config: RunnerConfig, partitions: int
 ) -> DataFrame:
-    """packets (+ carried state rows) -> tagged table rows; see the module docstring."""
+    """flow pieces (+ carried state rows) -> tagged table rows; see the module docstring."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    stream = packets.where(F.col("record_type") == "packet").drop("detail")
+    spark = packets.sparkSession
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(INPUT_BATCH_BYTES))
+    stream = packets.where(F.col("record_type") == "piece").select(
+        "record_type", "flow_key", "file_id", "ts_ns", "record_offset", "packets"
+    )
     if state is not None:
         stream = stream.unionByName(state, allowMissingColumns=True)
     # A 64-bit hash first: flow keys share long prefixes ("10.0.0.1|..."), which defeats the

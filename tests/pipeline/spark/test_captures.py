@@ -1,4 +1,4 @@
-"""Phase 1 without Spark: a task's capture split -> Arrow packet rows, anomalies and stats."""
+"""Phase 1 without Spark: a task's capture split -> Arrow flow pieces, anomalies and stats."""
 
 from __future__ import annotations
 
@@ -6,59 +6,68 @@ import json
 import pickle
 from pathlib import Path
 
-import pyarrow as pa
-from hypothesis import given, settings
-from hypothesis import strategies as st
+import numpy as np
 
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
-from pipeline.spark.captures import PACKET_SCHEMA, flow_key, flow_keys, plan_tasks, read_split
+from pipeline.spark.captures import PIECE_SCHEMA, plan_tasks, read_split
+from pipeline.spark.pieces import flow_key, key_ends, unpack
 from tests.conftest import SAMPLES
 
 MALFORMED = Path(__file__).parents[2] / "data" / "malformed"
 
-ips = st.sampled_from(["10.0.0.1", "10.0.0.10", "10.0.0.2", "::1", "fe80::1", "192.168.1.1"])
-ports = st.integers(0, 65535)
 
-
-@settings(deadline=None)  # the first call loads pyarrow.compute
-@given(st.lists(st.tuples(ips, ports, ips, ports), min_size=1, max_size=30))
-def test_column_flow_keys_equal_the_row_function(tuples) -> None:
-    sip, sport, dip, dport = (list(column) for column in zip(*tuples, strict=True))
-    keys = flow_keys(
-        pa.array(sip), pa.array(sport, pa.int32()), pa.array(dip), pa.array(dport, pa.int32())
-    )
-    assert keys.to_pylist() == [flow_key(*t) for t in tuples]
-
-
-def _rows(path: Path, batch_rows: int) -> list[dict]:
+def _rows(path: Path, piece_packets: int) -> list[dict]:
     rows = []
     for task in plan_tasks([str(path)]):
-        for batch in read_split(task.file_id, pickle.loads(task.split), batch_rows=batch_rows):
-            assert batch.schema == PACKET_SCHEMA
+        for batch in read_split(task.file_id, pickle.loads(task.split), piece_packets):
+            assert batch.schema == PIECE_SCHEMA
             rows += batch.to_pylist()
     return rows
 
 
-def test_rows_hold_every_packet_the_reader_yields_and_one_stats_row() -> None:
-    path = SAMPLES / "activemq-queues-acks.pcap"
-    rows = _rows(path, batch_rows=7)
-    packets = [item for item in CaptureReader(str(path)) if type(item) is TcpPacket]
-    got = [r for r in rows if r["record_type"] == "packet"]
-    assert len(got) == len(packets)
-    for row, packet in zip(got, packets, strict=True):
-        assert row["flow_key"] == flow_key(
-            packet.src_ip, packet.src_port, packet.dst_ip, packet.dst_port
+def _packets_of(rows: list[dict]) -> list[TcpPacket]:
+    """The pieces unpacked back into packets, in file order."""
+    packets = []
+    for row in rows:
+        if row["record_type"] != "piece":
+            continue
+        ip_a, port_a, ip_b, port_b = key_ends(row["flow_key"])
+        records = unpack(row["packets"])
+        assert len(records) == row["packet_count"]
+        first = int(np.argmin(records["ts_ns"]))
+        assert (row["ts_ns"], row["record_offset"]) == (
+            records["ts_ns"][first],
+            records["record_offset"][first],
         )
-        assert all(row[name] == getattr(packet, name) for name in TcpPacket.__slots__)
-    (stats,) = [r for r in rows if r["record_type"] == "stats"]
-    detail = json.loads(stats["detail"])
-    assert detail["tcp_packets"] == len(packets)
-    times = [p.ts_ns for p in packets]
-    assert (detail["first_ts_ns"], detail["last_ts_ns"]) == (min(times), max(times))
+        for r in records.tolist():
+            ts, p_off, r_off, seq, ack, p_len, w_len, window, flags, reverse, _ = r
+            ends = (ip_b, port_b, ip_a, port_a) if reverse else (ip_a, port_a, ip_b, port_b)
+            packets.append(
+                TcpPacket(ts, *ends, seq, ack, flags, window, p_off, p_len, w_len, r_off)
+            )
+    return sorted(packets, key=lambda p: p.record_offset)
+
+
+def test_pieces_hold_every_packet_the_reader_yields_and_one_stats_row() -> None:
+    path = SAMPLES / "activemq-queues-acks.pcap"
+    packets = [item for item in CaptureReader(str(path)) if type(item) is TcpPacket]
+    for piece_packets in (7, 131_072):
+        rows = _rows(path, piece_packets)
+        assert _packets_of(rows) == packets
+        pieces = [r for r in rows if r["record_type"] == "piece"]
+        flows = {flow_key(p.src_ip, p.src_port, p.dst_ip, p.dst_port) for p in packets}
+        assert {r["flow_key"] for r in pieces} == flows
+        if piece_packets > len(packets):  # one piece a flow
+            assert len(pieces) == len(flows)
+        (stats,) = [r for r in rows if r["record_type"] == "stats"]
+        detail = json.loads(stats["detail"])
+        assert detail["tcp_packets"] == len(packets)
+        times = [p.ts_ns for p in packets]
+        assert (detail["first_ts_ns"], detail["last_ts_ns"]) == (min(times), max(times))
 
 
 def test_a_file_without_tcp_packets_has_no_capture_window() -> None:
-    rows = _rows(MALFORMED / "unknown-linktype.pcap", batch_rows=65536)
+    rows = _rows(MALFORMED / "unknown-linktype.pcap", 65536)
     (stats,) = [r for r in rows if r["record_type"] == "stats"]
     detail = json.loads(stats["detail"])
     assert detail["tcp_packets"] == 0
@@ -69,7 +78,7 @@ def test_anomalies_keep_their_offset_and_detail() -> None:
     path = MALFORMED / "corrupt-record-length.pcap"
     anomalies = [item for item in CaptureReader(str(path)) if type(item) is CaptureAnomaly]
     assert anomalies
-    rows = [r for r in _rows(path, batch_rows=65536) if r["record_type"] == "anomaly"]
+    rows = [r for r in _rows(path, 65536) if r["record_type"] == "anomaly"]
     assert [(r["record_offset"], r["detail"]) for r in rows] == [
         (a.offset, f"{a.kind}: {a.detail}") for a in anomalies
     ]

@@ -25,12 +25,12 @@ import pyarrow.compute as pc
 import pytest
 
 import schemas
-from pipeline.flows import RunnerConfig
 from pipeline.ingest import split_capture
 from pipeline.session import ModelOptions
 from pipeline.spark.captures import packets_frame, read_split
 from pipeline.spark.flows import (
     STATE_KIND,
+    RunnerConfig,
     flow_pass,
     output_schema,
     row_struct,
@@ -223,13 +223,14 @@ def test_output_schema_has_one_struct_per_table_and_the_state_columns() -> None:
     assert schema.field("state").type == pa.binary()
 
 
-def _sorted_packets(paths: list[str]) -> pa.Table:
+def _sorted_packets(paths: list[str], split_bytes: int = 1 << 30) -> pa.Table:
+    """Flow pieces sorted as `flow_pass` sorts them."""
     batches = []
     for file_id, path in enumerate(paths):
-        for split in split_capture(path, 1 << 30):
-            batches += list(read_split(file_id, split))
+        for split in split_capture(path, split_bytes):
+            batches += list(read_split(file_id, split, piece_packets=5))
     table = pa.Table.from_batches(batches)
-    table = table.filter(pc.equal(table["record_type"], "packet"))
+    table = table.filter(pc.equal(table["record_type"], "piece"))
     order = [("flow_key", "ascending"), ("ts_ns", "ascending"), ("file_id", "ascending")]
     return table.sort_by([*order, ("record_offset", "ascending")])
 

@@ -1,12 +1,15 @@
-"""FlowRunner: rows of one 4-tuple in, table rows out, when reassembly hands over data late."""
+"""ConnectionDriver: one 4-tuple's packets in, table rows out, played as a transcript."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.flows import FlowRunner, RunnerConfig
+import numpy as np
+
+from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import ACK, FIN, SYN, TcpPacket
-from pipeline.spark.captures import flow_key
+from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
 
 CLIENT = ("10.0.0.1", 40000)
 SERVER = ("10.0.0.2", 61613)
@@ -16,37 +19,51 @@ SEND = b"SEND\ndestination:/queue/a\n\nhello\x00"
 
 
 class Flow:
-    """Packets of one 4-tuple, their payloads in one file, as the packet pass would give them."""
+    """Packets of one 4-tuple, their payloads in one file, as a capture would give them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.blob = bytearray()
-        self.rows: list[dict] = []
+        self.packets: list[tuple[TcpPacket, bytes]] = []
 
     def packet(
         self, from_client: bool, seq: int, flags: int, payload: bytes = b"", ack: int = 0
     ) -> None:
         (sip, sport), (dip, dport) = (CLIENT, SERVER) if from_client else (SERVER, CLIENT)
-        ts = T0 + len(self.rows) * 1_000_000
+        ts = T0 + len(self.packets) * 1_000_000
         packet = TcpPacket(
             ts, sip, sport, dip, dport, seq, ack, flags, 65535,
-            len(self.blob), len(payload), len(payload), len(self.rows),
+            len(self.blob), len(payload), len(payload), len(self.packets),
         )  # fmt: skip
         self.blob += payload
-        row = {name: getattr(packet, name) for name in TcpPacket.__slots__}
-        self.rows.append(
-            {"record_type": "packet", "flow_key": flow_key(sip, sport, dip, dport), "file_id": 0}
-            | row
-        )
+        self.packets.append((packet, payload))
 
-    def run(self, *, close_open: bool = True, columns: bool = False) -> dict[str, list[dict]]:
-        """The runner's tables, fed row by row (or all rows at once as columns)."""
+    def run(self, *, close_open: bool = True) -> dict[str, list[dict]]:
+        """The driver's tables, fed packet by packet; a carried state shows as `_state`."""
+        driver = ConnectionDriver(DriverConfig(close_open=close_open))
+        for packet, payload in self.packets:
+            driver.packet(packet, payload, (str(self.path), packet.record_offset))
+        tables: dict[str, list[dict]] = dict(driver.drain())
+        state = driver.end()
+        for table, rows in driver.drain().items():
+            tables.setdefault(table, []).extend(rows)
+        if state is not None:
+            tables[STATE_KIND] = [{"state": state}]
+        return tables
+
+    def run_as_pieces(self, *, close_open: bool = True) -> dict[str, list[dict]]:
+        """The same packets as one flow piece through the Spark side's FlowRunner."""
         self.path.write_bytes(bytes(self.blob))
+        key = flow_key(*CLIENT, *SERVER)
+        records = np.zeros(len(self.packets), dtype=PACKET_DTYPE)
+        for index, (p, _payload) in enumerate(self.packets):
+            reverse = (p.src_ip, p.src_port) != min(CLIENT, SERVER)
+            records[index] = (
+                p.ts_ns, p.payload_offset, p.record_offset, p.seq, p.ack, p.payload_len,
+                p.wire_len, p.window, p.flags, reverse, 0,
+            )  # fmt: skip
         runner = FlowRunner(RunnerConfig((str(self.path),), close_open=close_open))
-        if columns:
-            runner.feed_columns({name: [r[name] for r in self.rows] for name in self.rows[0]})
-        for row in [] if columns else self.rows:
-            runner.feed(row)
+        runner.feed_piece(Piece(key, 0, records))
         runner.close()
         tables: dict[str, list[dict]] = {}
         for kind, rows, _keys in runner.drain():
@@ -102,7 +119,8 @@ def test_frames_behind_a_lost_segment_come_before_the_close(tmp_path: Path) -> N
     assert session["closed_by"] == "client" and session["gap_bytes"] == len(SEND)
 
 
-def test_rows_as_columns_give_the_same_tables(tmp_path: Path) -> None:
+def test_a_flow_piece_through_the_runner_gives_the_same_tables(tmp_path: Path) -> None:
+    # The runner takes bare ACKs without building packets; the tables must not change.
     flow = Flow(tmp_path / "payloads")
     flow.packet(True, 100, SYN)
     flow.packet(False, 900, SYN | ACK, ack=101)
@@ -112,9 +130,9 @@ def test_rows_as_columns_give_the_same_tables(tmp_path: Path) -> None:
     flow.packet(True, 101 + len(CONNECT), ACK, SEND, ack=901)
     flow.packet(True, 101 + len(CONNECT) + len(SEND), FIN | ACK)
     flow.packet(False, 901, FIN | ACK)
-    by_row = flow.run()
-    assert [f["command"] for f in by_row["frames"]] == ["CONNECT", "SEND"]
-    assert flow.run(columns=True) == by_row
+    by_packet = flow.run()
+    assert [f["command"] for f in by_packet["frames"]] == ["CONNECT", "SEND"]
+    assert flow.run_as_pieces() == by_packet
 
 
 def test_last_acks_of_a_connection_closed_in_an_earlier_batch_make_no_session(

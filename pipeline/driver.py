@@ -1,0 +1,217 @@
+"""The connection driver: one 4-tuple's packets and payloads in, table rows out. Sans-IO.
+
+It is the glue between connection tracking and reassembly (`pipeline.reassembly`) and the STOMP
+session model (`pipeline.session`): each connection the tracker opens gets a model, the
+reassembled bytes, gaps and conflicts of each direction are fed to it, and closes finish it.
+Two decisions live here:
+
+* Roles. When the handshake was not captured and no broker port tells, the sender of the first
+  packet is taken as the client; if its first bytes are a server's frame (CONNECTED, MESSAGE,
+  RECEIPT, ERROR), the roles are swapped before the model sees them.
+* Strays. A connection whose start was not captured and that carried no payload (most often the
+  last ACKs or FIN of one that ended in an earlier batch) is not a session: it becomes one
+  anomaly row.
+
+At the end of a batch's input, a connection that is over is finished; one still open is either
+closed (``close_open``: end reason ``capture_end``) or handed back as a `DriverState` for the
+caller to carry into the next batch. No Spark, no files, no pickling: the caller reads the
+payloads and stores the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.ingest.records import FIN, RST, TcpPacket
+from pipeline.reassembly import Closed, Conflict, Data, Gap, Opened, Segment
+from pipeline.reassembly.connections import Connection, ConnectionTracker
+from pipeline.session import Endpoint, ModelOptions, SessionModel
+from pipeline.session.rows import Row, anomaly_row
+from pipeline.session.streams import make_chunk
+
+SERVER_COMMANDS = (b"CONNECTED", b"MESSAGE", b"RECEIPT", b"ERROR")
+DEFAULT_BROKER_PORTS = (61613, 61614)
+
+Source = tuple[str, int]  # (capture file, record offset) of a packet
+
+
+@dataclass(frozen=True, slots=True)
+class DriverConfig:
+    options: ModelOptions = field(default_factory=ModelOptions)
+    broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
+    close_open: bool = False
+
+
+@dataclass(slots=True)
+class DriverState:
+    """Everything needed to continue a connection in a later batch."""
+
+    tracker: ConnectionTracker
+    model: SessionModel | None
+
+
+class ConnectionDriver:
+    """Feed one 4-tuple's packets in capture-time order; `end()` at the end of the input."""
+
+    __slots__ = ("config", "_state", "_first_source", "_out")
+
+    def __init__(self, config: DriverConfig, state: DriverState | None = None) -> None:
+        self.config = config
+        self._state = state
+        self._first_source: Source | None = None  # of the first packet of this input
+        self._out: dict[str, list[Row]] = {}
+
+    # -- input -------------------------------------------------------------------------------
+    def bare_ack(self, src_ip: str, src_port: int, ts_ns: int) -> bool:
+        """A packet with no payload and no SYN/FIN/RST, taken without building it when the
+        tracker can (True); else the caller feeds it with `packet`."""
+        state = self._state
+        return state is not None and state.tracker.add_bare_ack(src_ip, src_port, ts_ns)
+
+    def packet(self, packet: TcpPacket, payload: bytes, source: Source) -> None:
+        if self._first_source is None:
+            self._first_source = source
+        state = self._state
+        if state is None:
+            tracker = ConnectionTracker(broker_ports=self.config.broker_ports)
+            state = self._state = DriverState(tracker, None)
+        swapped = False
+        # Segments before an Opened event belong to the connection this packet superseded.
+        conn = state.tracker.connection
+        for event in state.tracker.add(packet, payload):
+            if type(event) is Opened:
+                conn = event.connection
+            elif type(event) is Segment:
+                if state.model is None:
+                    assert conn is not None
+                    swapped = self._start_model(state, event, conn)
+                if swapped:  # events of this packet were made before the roles were swapped
+                    event = Segment(event.connection_id, not event.from_client, event.event)
+            self._on_event(state, event, source, conn)
+        model = state.model
+        if model is None:
+            return
+        conn = state.tracker.connection
+        if conn is not None and packet.flags & (FIN | RST):
+            sender = (packet.src_ip, packet.src_port)
+            direction = "c2s" if sender == conn.client else "s2c"
+            model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
+        self._collect(model)
+
+    def end(self) -> DriverState | None:
+        """The input of this batch is over: finish what is over (or everything, with
+        ``close_open``); return the state to carry when the connection is still open."""
+        state = self._state
+        self._state = None
+        if state is None:
+            return None
+        conn = state.tracker.connection
+        if conn is None:
+            return None
+        if state.model is None and not state.tracker.saw_payload and self._stray(conn):
+            return None
+        if not (conn.closed or self.config.close_open):
+            return state
+        for event in state.tracker.flush():  # the tracker lets go of conn: pass it along
+            if type(event) is Closed:
+                model = state.model or self._model_for(event.connection)
+                model.finish(event.connection.last_ts_ns, None if conn.closed else "capture_end")
+                self._collect(model)
+                state.model = None
+            else:
+                self._on_event(state, event, None, conn)
+        return None
+
+    # -- output ------------------------------------------------------------------------------
+    @property
+    def open_session_id(self) -> str | None:
+        """The session of the connection in progress, if its model has started."""
+        state = self._state
+        return None if state is None or state.model is None else state.model.session_id
+
+    def drain(self) -> dict[str, list[Row]]:
+        """Table rows made since the last drain, by table."""
+        out, self._out = self._out, {}
+        return out
+
+    def _emit(self, table: str, rows: list[Row]) -> None:
+        if rows:
+            self._out.setdefault(table, []).extend(rows)
+
+    def _collect(self, model: SessionModel) -> None:
+        for table, rows in model.drain().items():
+            self._emit(table, rows)
+
+    # -- one connection ----------------------------------------------------------------------
+    def _on_event(
+        self,
+        state: DriverState,
+        event: object,
+        source: Source | None,
+        conn: Connection | None,
+    ) -> None:
+        """``conn``: the connection a Segment belongs to (the tracker may have moved on to the
+        next one, or, at the end of the input, let go of it). The rows a Segment makes are
+        collected by the caller, once per packet; a model is collected before it is let go."""
+        if type(event) is Segment:
+            if state.model is None:
+                assert conn is not None
+                self._start_model(state, event, conn)
+            model = state.model
+            assert model is not None
+            direction = "c2s" if event.from_client else "s2c"
+            inner = event.event
+            if type(inner) is Data:
+                model.on_data(direction, inner.ts_ns, inner.offset, inner.data, source)
+            elif type(inner) is Gap:
+                model.on_gap(direction, inner.ts_ns, inner.offset, inner.size, source)
+            elif type(inner) is Conflict:
+                model.on_conflict(direction, inner.ts_ns, inner.offset, inner.size, source)
+        elif type(event) is Opened:
+            if state.model is not None:
+                self._collect(state.model)
+            state.model = None
+        elif type(event) is Closed:
+            if state.model is None and self._stray(event.connection):
+                return
+            model = state.model or self._model_for(event.connection)
+            model.finish(event.connection.last_ts_ns)
+            self._collect(model)
+            state.model = None
+
+    def _start_model(self, state: DriverState, first: Segment, conn: Connection) -> bool:
+        """Create the connection's model; True when the first bytes showed the roles were wrong."""
+        swap = (
+            conn.role_source == "unknown" and first.from_client and _looks_like_server(first.event)
+        )
+        if swap:
+            conn.swap_roles()
+        state.model = self._model_for(conn)
+        return swap
+
+    def _stray(self, conn: Connection) -> bool:
+        """True (and an anomaly row) when ``conn`` is a stray, not a session: see the module
+        docstring. Nothing of a stray is carried."""
+        if conn.role_source in ("syn", "syn_ack"):
+            return False
+        packets = conn.client_packets + conn.server_packets
+        detail = (
+            f"{packets} packets without payload between {conn.client_ip}:{conn.client_port} and "
+            f"{conn.server_ip}:{conn.server_port}, connection start not captured: no session"
+        )
+        at = make_chunk(0, 0, conn.first_ts_ns, self._first_source)
+        self._emit("anomalies", [anomaly_row("tcp", "stray_packets", None, None, at, None, detail)])
+        return True
+
+    def _model_for(self, conn: Connection) -> SessionModel:
+        return SessionModel(
+            conn.connection_id,
+            Endpoint(conn.client_ip, conn.client_port),
+            Endpoint(conn.server_ip, conn.server_port),
+            self.config.options,
+            mid_stream=conn.role_source not in ("syn", "syn_ack"),
+        )
+
+
+def _looks_like_server(event: object) -> bool:
+    return type(event) is Data and event.data.lstrip(b"\r\n").startswith(SERVER_COMMANDS)

@@ -1,0 +1,175 @@
+"""Flow pieces: one Spark row per (flow, capture split) instead of one per packet.
+
+The capture pass groups a split's TCP packets by flow and packs each flow's packets into one
+binary column of fixed-size records (`PACKET_DTYPE`, no payload: it stays in the capture file
+and is read back by offset). Rows through the shuffle then scale with flows x splits, not with
+packets. The flow pass gets a flow's pieces sorted by their first packet and merges them back
+into the one order packets are fed in: (capture time, file, record offset), whatever file or
+split they came from.
+
+Endpoints are stored once per piece in canonical order (the smaller (ip, port) first, as
+`flow_key`); each packet says whether it travels from the first endpoint to the second
+(`reverse` = 0) or back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.ingest.records import TcpPacket
+
+PACKET_DTYPE = np.dtype(
+    [
+        ("ts_ns", "<i8"),
+        ("payload_offset", "<i8"),
+        ("record_offset", "<i8"),
+        ("seq", "<u4"),
+        ("ack", "<u4"),
+        ("payload_len", "<i4"),
+        ("wire_len", "<i4"),
+        ("window", "<i4"),
+        ("flags", "<u2"),
+        ("reverse", "u1"),
+        ("_pad", "u1"),
+    ]
+)
+assert PACKET_DTYPE.itemsize == 48
+
+FlowEnds = tuple[str, int, str, int]  # (ip_a, port_a, ip_b, port_b), the smaller endpoint first
+
+
+def flow_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> str:
+    """The same key for both directions of a 4-tuple."""
+    a, b = (src_ip, src_port), (dst_ip, dst_port)
+    (ip1, p1), (ip2, p2) = (a, b) if a <= b else (b, a)
+    return f"{ip1}|{p1}|{ip2}|{p2}"
+
+
+def key_ends(key: str) -> FlowEnds:
+    ip_a, port_a, ip_b, port_b = key.split("|")
+    return ip_a, int(port_a), ip_b, int(port_b)
+
+
+@dataclass(slots=True)
+class Piece:
+    """One flow's packets from one split, in file order."""
+
+    key: str
+    file_id: int
+    packets: np.ndarray  # PACKET_DTYPE
+
+    @property
+    def first(self) -> tuple[int, int, int]:
+        """The smallest (ts_ns, file_id, record_offset) of its packets: the pieces' sort key."""
+        ts = self.packets["ts_ns"]
+        at = int(np.argmin(ts))  # the first minimum: the one earliest in the file
+        return int(ts[at]), self.file_id, int(self.packets["record_offset"][at])
+
+
+class PieceBuilder:
+    """Collects a split's packets by flow; `pieces()` packs them."""
+
+    def __init__(self, file_id: int) -> None:
+        self.file_id = file_id
+        self._flows: dict[tuple[str, int, str, int], list[tuple]] = {}
+
+    def add(self, p: TcpPacket) -> None:
+        src, dst = (p.src_ip, p.src_port), (p.dst_ip, p.dst_port)
+        reverse = dst < src
+        ends = (dst + src) if reverse else (src + dst)
+        rows = self._flows.get(ends)  # type: ignore[call-overload]
+        if rows is None:
+            rows = self._flows[ends] = []  # type: ignore[index]
+        rows.append(
+            (
+                p.ts_ns,
+                p.payload_offset,
+                p.record_offset,
+                p.seq,
+                p.ack,
+                p.payload_len,
+                p.wire_len,
+                p.window,
+                p.flags,
+                reverse,
+                0,
+            )
+        )
+
+    def __len__(self) -> int:
+        return sum(len(rows) for rows in self._flows.values())
+
+    def pieces(self) -> Iterator[Piece]:
+        """The flows collected so far, each packed, in order of their key; then empty."""
+        flows, self._flows = self._flows, {}
+        for (ip_a, port_a, ip_b, port_b), rows in sorted(flows.items()):
+            key = f"{ip_a}|{port_a}|{ip_b}|{port_b}"
+            yield Piece(key, self.file_id, np.array(rows, dtype=PACKET_DTYPE))
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=PACKET_DTYPE)
+
+
+class PieceMerger:
+    """Merges one flow's pieces, given in order of `Piece.first`, into packet order.
+
+    Packets of the pieces seen so far that sort before the newest piece's first packet can no
+    longer be preceded by anything still to come: they are released. Memory holds only the
+    pieces that overlap in time (one at a time for a long connection written file after file).
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[np.ndarray] = []  # packets with a file_id column, not sorted yet
+        self._pending_count = 0
+
+    def add(self, piece: Piece) -> np.ndarray:
+        """Take a piece; return the packets now known to come first, in order."""
+        ready = self._release_before(piece.first)
+        tagged = np.empty(len(piece.packets), dtype=_TAGGED_DTYPE)
+        _copy_fields(piece.packets, tagged)
+        tagged["file_id"] = piece.file_id
+        self._pending.append(tagged)
+        self._pending_count += len(tagged)
+        return ready
+
+    def finish(self) -> np.ndarray:
+        """Everything still held, in order."""
+        return self._release_before(None)
+
+    def _release_before(self, first: tuple[int, int, int] | None) -> np.ndarray:
+        if not self._pending:
+            return _EMPTY
+        merged = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
+        order = np.lexsort((merged["record_offset"], merged["file_id"], merged["ts_ns"]))
+        merged = merged[order]
+        cut = len(merged) if first is None else _count_before(merged, first)
+        ready, rest = merged[:cut], merged[cut:]
+        self._pending = [rest] if len(rest) else []
+        self._pending_count = len(rest)
+        return ready
+
+
+_TAGGED_DTYPE = np.dtype(PACKET_DTYPE.descr + [("file_id", "<i4")])
+_EMPTY = np.empty(0, dtype=_TAGGED_DTYPE)
+
+
+def _copy_fields(source: np.ndarray, target: np.ndarray) -> None:
+    for name in PACKET_DTYPE.names:  # type: ignore[union-attr]
+        target[name] = source[name]
+
+
+def _count_before(ordered: np.ndarray, first: tuple[int, int, int]) -> int:
+    """How many packets of ``ordered`` sort before the key ``first``."""
+    ts, file_id, offset = first
+    keys = ordered["ts_ns"]
+    lo = int(np.searchsorted(keys, ts, side="left"))
+    hi = int(np.searchsorted(keys, ts, side="right"))
+    for index in range(lo, hi):  # equal times: file, then record offset
+        row = ordered[index]
+        if (int(row["file_id"]), int(row["record_offset"])) >= (file_id, offset):
+            return index
+    return hi
