@@ -322,4 +322,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pipeline.process import run_main
+
+    run_main(main)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -186,17 +184,13 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def run_cli() -> NoReturn:
-    """The `stomp-lake` program: ``main()``, then an exit that skips interpreter teardown.
+    """The `stomp-lake` program: ``main()``, then `pipeline.process.exit_cleanly`: Arrow's thread
+    pools drained (they could abort a finished run at interpreter teardown, exit -6), output
+    flushed, and an exit that skips the teardown; Spark's JVM exits by itself when its stdin
+    closes."""
+    from pipeline.process import run_main
 
-    Native thread pools (Arrow's, delta-rs's) can abort a process at teardown after all its work
-    is done ("terminate called without an active exception", exit -6: apache/arrow#34314,
-    delta-io/delta-rs#2184). Everything is written and committed by then, so once the output is
-    flushed the process leaves at once; Spark's JVM exits by itself when its stdin closes."""
-    code = main()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_main(main)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pipeline.lake.batches import batch_sequence
 from pipeline.lake.carried import current_state_batch
 from pipeline.lake.commit import app_id_for, batch_committed, open_table
 from pipeline.lake.layout import private_umask
+from pipeline.process import run_main
 from pipeline.runner import discover
 
 EXIT_CHECK_FAILED = 1
@@ -304,4 +305,4 @@ def _locked(lake: Lake, args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
