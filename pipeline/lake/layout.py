@@ -60,6 +60,22 @@ def make_private_dir(path: Path, mode: int = DIR_MODE) -> Path:
     return path
 
 
+def make_tree_private(folder: Path, dir_mode: int = DIR_MODE, file_mode: int = FILE_MODE) -> Path:
+    """Modes of a folder and all below it: for what Spark wrote, since the JVM creates files with
+    its own umask (0644 and 0755 as a rule) whatever this process's umask is."""
+    if not folder.exists():
+        return folder
+    os.chmod(folder, dir_mode)
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(parent, name), dir_mode)
+        for name in files:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                os.chmod(path, file_mode)
+    return folder
+
+
 def validate_table_name(name: str) -> str:
     if not _TABLE_NAME.fullmatch(name):
         raise ValueError(

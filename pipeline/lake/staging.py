@@ -23,7 +23,7 @@ from deltalake import Schema as DeltaSchema
 from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import DataFile, check_fits, open_table
 from pipeline.lake.failpoints import failpoint
-from pipeline.lake.layout import FILE_MODE, STAGING, Lake, make_private_dir
+from pipeline.lake.layout import FILE_MODE, STAGING, Lake, make_private_dir, make_tree_private
 from pipeline.lake.statefile import write_json_atomic
 from pipeline.lake.stats import file_stats
 from pipeline.lake.table_schema import (
@@ -138,6 +138,7 @@ def stage_batch(
         .partitionBy(*partition_by)
         .parquet(str(output))
     )
+    make_tree_private(staging_dir)  # Spark's own modes until the files are placed
     failpoint("lake.staged")
     files = [
         placed

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from typing import Any
 
 from pipeline.session.options import ModelOptions
 
@@ -77,6 +78,28 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
         if len(secret) >= _MIN_SECRET_LEN and secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def scrub_structure(value: Any, secrets: tuple[str, ...] = ()) -> Any:
+    """``value`` (rows, maps, lists, text, bytes, nested) with every passcode masked: values of
+    secret header names (map keys or ``[name, value]`` pairs) and passcodes spelled out in text.
+    For whatever leaves the tables in another form: sample rows, reports, messages."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, bytes | bytearray):
+        return _SECRET_IN_BYTES.sub(rb"\g<1>" + REDACTED.encode(), bytes(value))
+    if isinstance(value, dict):
+        return {
+            key: REDACTED
+            if isinstance(key, str) and is_secret_header(key) and value[key] is not None
+            else scrub_structure(value[key], secrets)
+            for key in value
+        }
+    if isinstance(value, list | tuple):
+        if len(value) == 2 and isinstance(value[0], str) and is_secret_header(value[0]):
+            return type(value)((value[0], REDACTED))
+        return type(value)(scrub_structure(item, secrets) for item in value)
+    return value
 
 
 def body_fields(

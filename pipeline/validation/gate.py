@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing.synchronize  # noqa: F401  tqdm's lock (GX's progress), made by a suite thread
+import os
 import queue
 import time
 import uuid
@@ -21,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import schemas
 from pipeline.errors import StompLakeError
-from pipeline.lake.layout import Lake, make_private_dir, private_umask
+from pipeline.lake.layout import FILE_MODE, Lake, make_private_dir, make_tree_private, private_umask
 from pipeline.lake.reader import read_table
 from pipeline.lake.statefile import write_json_atomic
+from pipeline.session.privacy import scrub, scrub_structure
 from pipeline.validation import checks
 from pipeline.validation.docs_index import write_docs_index
 from pipeline.validation.quarantine import quarantine_batch
@@ -39,6 +41,7 @@ INDEX_COLUMNS = ("session_id", "frame_index")  # name the rows of a failed expec
 # Suites run side by side: their Spark jobs are small, and much of each one's cost is per query
 # (planning, code generation and its JIT compilation), which two suites in flight overlap.
 SUITE_THREADS = 2
+DOCS_TEXT_SUFFIXES = (".html", ".json", ".js", ".txt", ".md")
 
 
 @dataclass(slots=True)
@@ -192,6 +195,7 @@ def validate_batch(
         mark = time.monotonic()
         with private_umask():
             context.build_data_docs(site_names=[DOCS_SITE])
+        scrub_docs(lake.docs_dir / batch_id)
         docs_index = lake.docs_dir / batch_id / "index.html"
         timings["data_docs"] = time.monotonic() - mark
 
@@ -200,6 +204,8 @@ def validate_batch(
         for name in SUITE_NAMES
         for outcome in outcomes_of(name, results[name], SAMPLE_ROWS, frames[name])
     ]
+    for outcome in outcomes:  # printed, and saved in validation.json and the quarantine
+        outcome.samples = scrub_structure(outcome.samples)
     frames["session_consistency"].unpersist()
     run_dir = make_private_dir(lake.runs_dir / batch_id)
     report = ValidationReport(
@@ -218,10 +224,24 @@ def validate_batch(
     report.elapsed_s = time.monotonic() - started
     write_json_atomic(report.result_path, report.to_json())
     if build_docs:
-        write_docs_index(lake)
+        with private_umask():
+            index = write_docs_index(lake)
+        os.chmod(index, FILE_MODE)  # it may predate private modes
     if not report.success:
         raise ValidationFailed(report)
     return report
+
+
+def scrub_docs(folder: Path) -> None:
+    """Data Docs as GX rendered them, with passcodes spelled out in them masked and private
+    modes (the tables are masked already: this is for values that reach GX some other way)."""
+    for path in folder.rglob("*"):
+        if path.is_file() and path.suffix in DOCS_TEXT_SUFFIXES:
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            clean = scrub(text)
+            if clean != text:
+                path.write_text(clean, encoding="utf-8", errors="surrogateescape")
+    make_tree_private(folder)
 
 
 def _known_sessions(spark: SparkSession, lake: Lake, open_sessions: DataFrame | None) -> DataFrame:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import schemas
 from pipeline.errors import StompLakeError, UsageError
-from pipeline.lake.layout import Lake, make_private_dir
+from pipeline.lake.layout import Lake, make_private_dir, make_tree_private
 from pipeline.lake.statefile import read_json, write_json_atomic
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ def quarantine_batch(
     (folder / REPORT).unlink(missing_ok=True)
     for table, frame in tables.items():
         frame.write.mode("overwrite").parquet(str(folder / table))
+        make_tree_private(folder / table)  # written by the JVM, with its own umask
     stamped = {**report, "quarantined_at": _now()}
     write_json_atomic(folder / REPORT, stamped)
     return folder

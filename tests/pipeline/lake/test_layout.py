@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import UsageError
-from pipeline.lake.layout import LEDGER, BadLakeRoot, Lake, make_private_dir, private_umask
+from pipeline.lake.layout import (
+    LEDGER,
+    BadLakeRoot,
+    Lake,
+    make_private_dir,
+    make_tree_private,
+    private_umask,
+)
 
 
 def mode_of(path: Path) -> int:
@@ -90,3 +97,14 @@ def test_table_names_lists_only_delta_tables(tmp_path: Path) -> None:
     (lake.table_path("a") / "_delta_log").mkdir(parents=True)
     lake.table_path("not_a_table").mkdir()
     assert lake.table_names() == ["a", "b"]
+
+
+def test_make_tree_private_fixes_what_another_umask_wrote(tmp_path: Path) -> None:
+    (tmp_path / "t" / "date=x").mkdir(parents=True, mode=0o755)
+    (tmp_path / "t" / "date=x" / "part.parquet").write_bytes(b"")
+    (tmp_path / "t" / "_SUCCESS").write_bytes(b"")
+    os.chmod(tmp_path / "t" / "_SUCCESS", 0o644)
+    make_tree_private(tmp_path / "t")
+    assert [mode_of(tmp_path / "t" / p) for p in ("", "date=x")] == [0o750, 0o750]
+    assert [mode_of(tmp_path / "t" / p) for p in ("_SUCCESS", "date=x/part.parquet")] == [0o640] * 2
+    assert make_tree_private(tmp_path / "missing") == tmp_path / "missing"

@@ -12,6 +12,7 @@ from pipeline.session.privacy import (
     is_secret_header,
     protect_headers,
     scrub,
+    scrub_structure,
 )
 from tests.pipeline.session.conversation import Conversation, only
 
@@ -183,3 +184,18 @@ def test_crafted_placements_in_one_connection_never_reach_a_row() -> None:
     text = repr(rows)
     for secret in ("first-pw", "upper-pw", "lead-pw", "colon-pw", "second-pw", "escaped-pw"):
         assert secret not in text, secret
+
+
+def test_scrub_structure_masks_secret_keys_pairs_and_spelled_out_text() -> None:
+    row = {
+        "session_id": "s1",
+        "headers": {"passcode ": "pw-1", "host": "/"},
+        "header_list": [["PASS\\ccode", "pw-2"], ["login", "bob"]],
+        "message": "rejected passcode=pw-3",
+        "body": b"passcode:pw-4\n",
+        "count": 3,
+    }
+    clean = scrub_structure([row], ("pw-1",))
+    assert "pw-" not in repr(clean)
+    assert clean[0]["headers"] == {"passcode ": "***", "host": "/"}
+    assert clean[0]["header_list"][1] == ["login", "bob"] and clean[0]["count"] == 3
