@@ -28,6 +28,7 @@ TABLES: tuple[str, ...] = (
     "subscriptions",
     "transactions",
     "anomalies",
+    "websocket_controls",
 )
 
 

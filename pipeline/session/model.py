@@ -29,6 +29,10 @@ Choices worth knowing when reading the tables:
   ``none`` (and counted in ``unacked_messages``).
 * References to things that may precede the capture (unknown subscription, transaction,
   receipt) are anomalies only when the connection start (CONNECT) was seen.
+* STOMP over WebSocket (``pipeline.websocket``): the caller feeds the STOMP stream the data
+  messages make (``on_data`` with ``tcp_offset``), the upgrade, control frames and WebSocket
+  violations; frames rows then carry both offsets, the sessions row the upgrade, and a
+  WebSocket close without DISCONNECT ends the session as ``websocket_close``.
 * Rows include ``date`` (UTC date of the table's main time); the lake writer adds ``batch_id``.
 * Passcodes never reach a row: headers show ``***``, anomaly details and ERROR frames are
   scrubbed of them. With ``login_hash_key`` the login (and legacy ``username``) is an
@@ -38,6 +42,7 @@ Choices worth knowing when reading the tables:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.negotiation import decoder_version
@@ -52,11 +57,28 @@ from pipeline.session.privacy import (
     scrub_body,
 )
 from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
-from pipeline.session.rows import Row, frame_row, heartbeat_row
+from pipeline.session.rows import Row, frame_row, heartbeat_row, websocket_control_row
 from pipeline.session.streams import DirectionStream, Stamp, make_chunk, make_stamp
 from pipeline.stomp import ALL_COMMANDS, NEED_DATA, Event, Frame, HeartBeat
 
+if TYPE_CHECKING:
+    from pipeline.websocket.events import Control, HandshakeSeen, Violation
+
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
+WEBSOCKET_COLUMNS: tuple[str, ...] = (
+    "ws_path",
+    "ws_origin",
+    "ws_user_agent",
+    "ws_subprotocols_offered",
+    "ws_subprotocol",
+    "ws_extensions",
+    "ws_status",
+    "ws_pings",
+    "ws_pongs",
+    "ws_close_code",
+    "ws_close_reason",
+    "ws_closed_by",
+)
 
 
 class SessionModel:
@@ -75,6 +97,9 @@ class SessionModel:
         "_first",
         "_close",
         "_finished",
+        "_websocket",
+        "_ws_counts",
+        "_ws_close",
     )
 
     def __init__(
@@ -102,6 +127,9 @@ class SessionModel:
         self._first: Stamp | None = None
         self._close: tuple[str, str] | None = None  # (how, direction) of the first close
         self._finished = False
+        self._websocket: HandshakeSeen | None = None  # set: the connection is STOMP over WebSocket
+        self._ws_counts = {"ping": 0, "pong": 0, "close": 0}
+        self._ws_close: Control | None = None  # the first close frame
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -112,7 +140,13 @@ class SessionModel:
         offset: int,
         data: bytes,
         source: tuple[str, int] | None = None,
+        *,
+        tcp_offset: int | None = None,
+        whole_message: bool = False,
     ) -> None:
+        """``offset`` is the position in the direction's STOMP stream (the TCP stream, unless
+        the connection is WebSocket: then ``tcp_offset`` is the WebSocket frame's position in
+        the TCP stream and ``whole_message`` says ``data`` is a whole data message)."""
         stream = self._streams[direction]
         if not data:
             return
@@ -129,6 +163,9 @@ class SessionModel:
             if not data:
                 return
         chunk = make_chunk(offset, offset + len(data), ts_ns, source)
+        if tcp_offset is not None:
+            chunk.tcp_start = tcp_offset
+            chunk.beat_message = whole_message and not data.strip(b"\r\n")
         if self._first is None:
             self._first = chunk
         self._out.last = chunk
@@ -178,6 +215,44 @@ class SessionModel:
         self._out.counts["conflict_bytes"] += size
         detail = f"retransmission of {size} bytes differs from the data already seen"
         self._out.anomaly("tcp", "conflict", direction, at, offset, detail)
+
+    def on_websocket_handshake(self, handshake: HandshakeSeen) -> None:
+        """The connection is STOMP over WebSocket: the sessions row gets its upgrade."""
+        self._websocket = handshake
+        self._touch(handshake.ts_ns)
+
+    def on_websocket_control(self, control: Control, source: tuple[str, int] | None = None) -> None:
+        at = self._touch(control.ts_ns, source, control.tcp_offset)
+        self._ws_counts[control.kind] += 1
+        if control.kind == "close" and self._ws_close is None:
+            self._ws_close = control
+        rtt = control.rtt_ns / 1e6 if control.rtt_ns is not None else None
+        row = websocket_control_row(
+            self.session_id,
+            control.direction,
+            SIDE[control.direction],
+            control.kind,
+            at,
+            control.tcp_offset,
+            control.payload_length,
+            rtt,
+            control.close_code,
+            control.close_reason if control.kind == "close" else None,
+        )
+        self._out.tables["websocket_controls"].append(row)
+
+    def on_websocket_violation(
+        self, violation: Violation, source: tuple[str, int] | None = None
+    ) -> None:
+        """A WebSocket anomaly: ``stream_offset`` is its TCP offset, the detail tells the STOMP
+        stream offset when there is one."""
+        offset = violation.tcp_offset
+        at = self._touch(violation.ts_ns, source, offset or 0)
+        detail = violation.detail
+        if violation.stomp_offset is not None:
+            detail = f"{detail} (STOMP stream offset {violation.stomp_offset})"
+        self._out.counts["violations"] += 1
+        self._out.anomaly("websocket", violation.kind, violation.direction, at, offset, detail)
 
     def on_close(self, direction: str, ts_ns: int, how: str) -> None:
         self._touch(ts_ns)
@@ -328,6 +403,7 @@ class SessionModel:
             frame.start,
             frame.end - frame.start,
             violation,
+            None if self._websocket is None else first.tcp_start,
         )
         out.tables["frames"].append(row)
         self._protocol.on_frame(direction, index, headers, frame, body, first)
@@ -369,7 +445,7 @@ class SessionModel:
             "ended_at_ns": ended.ts_ns,
             "duration_ms": elapsed_ms(started.ts_ns, ended.ts_ns),
             **protocol.handshake.columns(),
-            "end_reason": protocol.end_reason(close[0] if close else None, reason),
+            "end_reason": self._end_reason(close[0] if close else None, reason),
             "closed_by": SIDE[close[1]] if close else None,
             "c2s_bytes": c2s.bytes,
             "s2c_bytes": s2c.bytes,
@@ -379,5 +455,35 @@ class SessionModel:
             "s2c_heartbeats": s2c.heartbeats,
             **self._out.counts,
             "unacked_messages": protocol.ledger.unacked,
+            **self._websocket_columns(),
             "date": started.date,
+        }
+
+    def _end_reason(self, close: str | None, reason: str | None) -> str:
+        protocol = self._protocol
+        closed_by_websocket = self._ws_close is not None and not protocol.disconnected
+        if closed_by_websocket and protocol.last_command != "ERROR":
+            return "websocket_close"
+        return protocol.end_reason(close, reason)
+
+    def _websocket_columns(self) -> dict[str, object]:
+        ws = self._websocket
+        if ws is None:
+            return {"transport": "tcp", **dict.fromkeys(WEBSOCKET_COLUMNS)}
+        close = self._ws_close
+        counts = self._ws_counts
+        return {
+            "transport": "websocket",
+            "ws_path": ws.path,
+            "ws_origin": ws.origin,
+            "ws_user_agent": ws.user_agent,
+            "ws_subprotocols_offered": ws.subprotocols_offered,
+            "ws_subprotocol": ws.subprotocol,
+            "ws_extensions": ws.extensions,
+            "ws_status": ws.status,
+            "ws_pings": counts["ping"],
+            "ws_pongs": counts["pong"],
+            "ws_close_code": close.close_code if close else None,
+            "ws_close_reason": close.close_reason if close else None,
+            "ws_closed_by": SIDE[close.direction] if close else None,
         }

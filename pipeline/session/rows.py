@@ -53,6 +53,7 @@ def frame_row(
     stream_offset: int,
     frame_length: int,
     violation: str | None,
+    tcp_offset: int | None = None,
 ) -> Row:
     return {
         "session_id": session_id,
@@ -72,6 +73,7 @@ def frame_row(
         "body": body[3],
         "stream_offset": stream_offset,
         "frame_length": frame_length,
+        "tcp_offset": stream_offset if tcp_offset is None else tcp_offset,
         "violation": violation,
         "date": first.date,
     }
@@ -238,6 +240,34 @@ def error_row(
         "body_sha256": body_sha256,
         "body_preview": body_preview,
         "connection_closed": None,
+        "date": at.date,
+    }
+
+
+def websocket_control_row(
+    session_id: str,
+    direction: str,
+    side: str,
+    kind: str,
+    at: Stamp,
+    tcp_offset: int,
+    payload_length: int,
+    rtt_ms: float | None,
+    close_code: int | None,
+    close_reason: str | None,
+) -> Row:
+    return {
+        "session_id": session_id,
+        "direction": direction,
+        "side": side,
+        "kind": kind,
+        "ts": at.ts,
+        "ts_ns": at.ts_ns,
+        "tcp_offset": tcp_offset,
+        "payload_length": payload_length,
+        "rtt_ms": rtt_ms,
+        "close_code": close_code,
+        "close_reason": close_reason,
         "date": at.date,
     }
 

@@ -34,6 +34,8 @@ class Chunk(Stamp):
     end: int
     file: str | None
     file_offset: int | None
+    tcp_start: int | None = None  # WebSocket: TCP offset of the frame that carried the bytes
+    beat_message: bool = False  # WebSocket: a whole message of EOLs only, a heart-beat
 
 
 def make_stamp(ts_ns: int) -> Stamp:
@@ -107,8 +109,11 @@ class DirectionStream:
         heart-beating every such EOL trails the frame, however late flow control delivers it.
         With heart-beating, a sender beats only after being idle for about the interval (RabbitMQ
         at half of it): an EOL in the same chunk as the byte before it, or in a later chunk less
-        than half the interval after it, trails the frame; a later one is a heart-beat.
+        than half the interval after it, trails the frame; a later one is a heart-beat. Over
+        WebSocket, a message holding only EOLs is a heart-beat of its own.
         """
+        if chunk.beat_message:
+            return False  # over WebSocket a message of EOLs only is sent as a beat
         if chunk is self.trailer_chunk or self.expected_ms is None:
             return True
         previous = self.chunk_at(offset - 1)

@@ -17,7 +17,7 @@ CONTRACT = {
     "sessions": "session_id client_ip client_port server_ip server_port started_at ended_at "
     "connect_command accept_version version host login server server_session client_heart_beat "
     "server_heart_beat heartbeat_c2s_ms heartbeat_s2c_ms end_reason c2s_bytes s2c_bytes "
-    "c2s_frames s2c_frames gap_bytes violations",
+    "c2s_frames s2c_frames gap_bytes violations transport ws_path ws_subprotocol ws_status",
     "frames": "session_id direction frame_index ts ts_end command headers header_list "
     "content_length body_length body_sha256 stream_offset violation",
     "messages": "session_id direction frame_index ts command destination message_id subscription "
@@ -33,6 +33,8 @@ CONTRACT = {
     "transactions": "session_id transaction_id outcome",
     "anomalies": "source kind session_id direction file file_offset stream_offset ts detail "
     "batch_id",
+    "websocket_controls": "session_id direction side kind ts tcp_offset rtt_ms close_code "
+    "close_reason",
 }
 
 

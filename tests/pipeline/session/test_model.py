@@ -284,6 +284,9 @@ def _rich_session(options: ModelOptions | None = None) -> Conversation:
 def test_rich_session_fills_every_table_with_schema_conformant_rows() -> None:
     rows = _rich_session().rows
     for table in TABLES:
+        if table == "websocket_controls":  # WebSocket only: tests/pipeline/websocket
+            assert rows[table] == []
+            continue
         assert rows[table], f"no {table} rows"
         schema = load(table)
         with_batch = [{**row, "batch_id": "b-1"} for row in rows[table]]

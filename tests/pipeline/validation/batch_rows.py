@@ -42,6 +42,7 @@ def _frame(index: int, direction: str, command: str, ms: float, **extra: Any) ->
         "header_list": [],
         "body_length": body_length,
         "stream_offset": index * 100,
+        "tcp_offset": index * 100,
         "frame_length": len(command) + 3 + body_length,
         "date": ts.date(),
         **extra,
@@ -76,6 +77,7 @@ def good_batch(batch_id: str) -> dict[str, list[dict[str, Any]]]:
             "ended_at": end,
             "ended_at_ns": end_ns,
             "duration_ms": 30.0,
+            "transport": "tcp",
             "connect_command": "CONNECT",
             "version": "1.2",
             "heartbeat_c2s_ms": 0,
@@ -261,6 +263,7 @@ def good_batch(batch_id: str) -> dict[str, list[dict[str, Any]]]:
         "subscriptions": subscriptions,
         "transactions": transactions,
         "anomalies": anomalies,
+        "websocket_controls": [],
     }
     return {t: [_row(t, batch_id, r) for r in rows] for t, rows in tables.items()}
 

@@ -1,0 +1,359 @@
+"""RFC 6455 frames of one direction, read incrementally: TCP bytes in, STOMP bytes, control
+frames and violations out (sans-IO).
+
+The payload of a data frame is handed on as it arrives, piece by piece, so a large frame is never
+held whole; control frames (at most 125 bytes by the RFC) are collected until complete. A
+violation is reported and the frame still read as well as it can be (see ``violations``): the
+only thing that stops a direction is losing the frame boundaries (a 64-bit length with the top
+bit set, or a capture gap outside an uncompressed data payload).
+"""
+
+from __future__ import annotations
+
+import codecs
+import struct
+
+from pipeline.websocket import violations as v
+from pipeline.websocket.deflate import InflateError, Inflater
+from pipeline.websocket.events import Control, Event, StompData, StompGap, Violation
+from pipeline.websocket.handshake import Deflate
+
+CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
+DATA_OPCODES = frozenset({CONTINUATION, TEXT, BINARY})
+CONTROL_OPCODES = {CLOSE: "close", PING: "ping", PONG: "pong"}
+MAX_CONTROL_KEPT = 4096  # a (bad) control frame longer than this keeps only its start
+_UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
+def valid_close_code(code: int) -> bool:
+    """Codes an endpoint may send (RFC 6455 7.4, IANA registry): 1000-1003, 1007-1014,
+    3000-4999. 1004-1006 and 1015 are reserved or local only; the rest is undefined."""
+    return 1000 <= code <= 1003 or 1007 <= code <= 1014 or 3000 <= code <= 4999
+
+
+def unmask(data: bytes, key: bytes, phase: int) -> bytes:
+    """XOR ``data`` with the masking key, starting ``phase`` bytes into it."""
+    size = len(data)
+    if phase:
+        key = key[phase:] + key[:phase]
+    mask = (key * (size // 4 + 1))[:size]
+    return (int.from_bytes(data, "little") ^ int.from_bytes(mask, "little")).to_bytes(
+        size, "little"
+    )
+
+
+def header_size(head: bytes | bytearray) -> int:
+    """Bytes the frame header starting with ``head`` takes (2 while the first two are unknown)."""
+    if len(head) < 2:
+        return 2
+    short = head[1] & 0x7F
+    return 2 + (2 if short == 126 else 8 if short == 127 else 0) + (4 if head[1] & 0x80 else 0)
+
+
+class _Frame:
+    __slots__ = ("opcode", "fin", "key", "length", "done", "start", "skip", "control")
+
+    def __init__(self, opcode: int, fin: bool, key: bytes | None, length: int, start: int) -> None:
+        self.opcode = opcode
+        self.fin = fin
+        self.key = key
+        self.length = length
+        self.done = 0
+        self.start = start  # TCP offset of the frame's first header byte
+        self.skip = False  # payload read past, not used
+        self.control: bytearray | None = bytearray() if opcode in CONTROL_OPCODES else None
+
+
+class Deframer:
+    """One direction's frames. ``feed`` the TCP bytes in order; each call returns the events
+    the bytes completed."""
+
+    __slots__ = (
+        "direction",
+        "from_client",
+        "inflater",
+        "tcp_offset",
+        "stomp_offset",
+        "stopped",
+        "closed",
+        "_head",
+        "_frame",
+        "_message",
+        "_compressed",
+        "_utf8",
+        "_first_piece",
+        "_inflate_broken",
+        "_out",
+        "_ts",
+    )
+
+    def __init__(
+        self, direction: str, *, from_client: bool, deflate: Deflate | None, tcp_offset: int
+    ) -> None:
+        self.direction = direction
+        self.from_client = from_client
+        self.inflater: Inflater | None = None
+        if deflate is not None:
+            takeover_off = (
+                deflate.client_no_context_takeover
+                if from_client
+                else deflate.server_no_context_takeover
+            )
+            self.inflater = Inflater(takeover_off)
+        self.tcp_offset = tcp_offset  # of the next byte fed
+        self.stomp_offset = 0
+        self.stopped = False
+        self.closed = False  # this side sent a close frame
+        self._head = bytearray()
+        self._frame: _Frame | None = None
+        self._message: int | None = None  # opcode of the open data message
+        self._compressed = False
+        self._utf8: codecs.IncrementalDecoder | None = None
+        self._first_piece = True  # the next STOMP bytes are the first of their message
+        self._inflate_broken = False
+        self._out: list[Event] = []
+        self._ts = 0
+
+    # ---- input ---------------------------------------------------------------------------------
+
+    def feed(self, data: bytes, ts_ns: int) -> list[Event]:
+        self._ts = ts_ns
+        out = self._out = []
+        if self.stopped:
+            self.tcp_offset += len(data)
+            return out
+        position, size = 0, len(data)
+        while position < size and not self.stopped:
+            frame = self._frame
+            if frame is None:
+                position = self._read_header(data, position)
+                continue
+            remaining = frame.length - frame.done
+            take = min(remaining, size - position)
+            piece = data[position : position + take]
+            position += take
+            self._payload(frame, piece, frame.done + take == frame.length)
+        self.tcp_offset += size
+        return out
+
+    def feed_gap(self, size: int, ts_ns: int) -> list[Event]:
+        """``size`` bytes missing from the capture at the current offset."""
+        self._ts = ts_ns
+        out = self._out = []
+        frame = self._frame
+        at = self.tcp_offset
+        self.tcp_offset += size
+        if self.stopped:
+            return out
+        if (
+            frame is not None
+            and frame.control is None
+            and not frame.skip
+            and not self._compressed
+            and frame.length - frame.done >= size
+        ):
+            frame.done += size  # the mask phase follows frame.done
+            out.append(StompGap(self.direction, ts_ns, self.stomp_offset, size))
+            self.stomp_offset += size
+            self._first_piece = False
+            if frame.done == frame.length:
+                self._end_frame(frame)
+            return out
+        self._violation(v.GAP, at, f"{size} bytes missing: frame boundaries lost, decoding stops")
+        self.stopped = True
+        return out
+
+    def feed_eof(self, ts_ns: int) -> list[Event]:
+        self._ts = ts_ns
+        out = self._out = []
+        if not self.stopped and (self._head or self._frame is not None):
+            start = (
+                self._frame.start if self._frame is not None else self.tcp_offset - len(self._head)
+            )
+            self._violation(v.TRUNCATED_FRAME, start, "the direction ended inside a frame")
+        self.stopped = True
+        return out
+
+    # ---- frames --------------------------------------------------------------------------------
+
+    def _read_header(self, data: bytes, position: int) -> int:
+        head = self._head
+        had = len(head)
+        head += data[position : position + 14 - had]
+        need = header_size(head)
+        if len(head) < need:
+            return position + len(head) - had
+        raw = bytes(head[:need])
+        head.clear()
+        start = self.tcp_offset + position - had
+        self._start_frame(raw, start)
+        return position + need - had
+
+    def _start_frame(self, raw: bytes, start: int) -> None:
+        first, second = raw[0], raw[1]
+        fin = bool(first & 0x80)
+        opcode = first & 0x0F
+        masked = bool(second & 0x80)
+        short = second & 0x7F
+        if short == 126:
+            (length,) = struct.unpack_from("!H", raw, 2)
+            if length < 126:
+                self._violation(v.NON_MINIMAL_LENGTH, start, f"{length} in the 16-bit form")
+            key_at = 4
+        elif short == 127:
+            (length,) = struct.unpack_from("!Q", raw, 2)
+            if length >> 63:
+                self._violation(v.BAD_LENGTH, start, "64-bit length with the top bit set")
+                self.stopped = True
+                return
+            if length < 65536:
+                self._violation(v.NON_MINIMAL_LENGTH, start, f"{length} in the 64-bit form")
+            key_at = 10
+        else:
+            length, key_at = short, 2
+        key = raw[key_at : key_at + 4] if masked else None
+        if self.from_client and not masked:
+            self._violation(v.UNMASKED_CLIENT_FRAME, start, "client frame without a mask")
+        elif masked and not self.from_client:
+            self._violation(v.MASKED_SERVER_FRAME, start, "server frame with a mask")
+        frame = _Frame(opcode, fin, key, length, start)
+        self._frame = frame
+        self._check_frame(frame, first & 0x70)
+        if length == 0:
+            self._payload(frame, b"", True)
+
+    def _check_frame(self, frame: _Frame, rsv: int) -> None:
+        opcode, start = frame.opcode, frame.start
+        rsv1 = bool(rsv & 0x40)
+        if rsv & 0x30:
+            self._violation(v.RESERVED_BITS, start, f"RSV2/RSV3 set (opcode {opcode:#x})")
+        if opcode in CONTROL_OPCODES:
+            if not frame.fin or frame.length > 125:
+                detail = f"{CONTROL_OPCODES[opcode]} frame, fin={frame.fin}, length {frame.length}"
+                self._violation(v.BAD_CONTROL_FRAME, start, detail)
+            if rsv1:
+                self._violation(v.RESERVED_BITS, start, "RSV1 on a control frame")
+            return
+        if opcode not in DATA_OPCODES:
+            self._violation(v.BAD_OPCODE, start, f"reserved opcode {opcode:#x}: frame skipped")
+            frame.skip = True
+            return
+        if self.closed:
+            self._violation(v.DATA_AFTER_CLOSE, start, "data frame after this side's close")
+            frame.skip = True
+            return
+        if opcode == CONTINUATION:
+            if rsv1:
+                self._violation(v.RESERVED_BITS, start, "RSV1 on a continuation frame")
+            if self._message is None:
+                self._violation(v.UNEXPECTED_CONTINUATION, start, "no fragmented message open")
+                self._open_message(BINARY, compressed=False)
+            return
+        if self._message is not None:
+            self._violation(v.EXPECTED_CONTINUATION, start, "new message inside a fragmented one")
+            self._close_message(start)
+        if rsv1 and self.inflater is None:
+            self._violation(v.RESERVED_BITS, start, "RSV1 without permessage-deflate")
+        self._open_message(opcode, compressed=rsv1 and self.inflater is not None)
+
+    def _open_message(self, opcode: int, *, compressed: bool) -> None:
+        self._message = opcode
+        self._compressed = compressed
+        self._utf8 = _UTF8() if opcode == TEXT else None
+        self._first_piece = True
+
+    def _payload(self, frame: _Frame, piece: bytes, last: bool) -> None:
+        if piece and frame.key is not None:
+            piece = unmask(piece, frame.key, frame.done & 3)
+        frame.done += len(piece)
+        if frame.control is not None:
+            if len(frame.control) < MAX_CONTROL_KEPT:
+                frame.control += piece[: MAX_CONTROL_KEPT - len(frame.control)]
+        elif not frame.skip:
+            self._data(frame, piece, last)
+        if last:
+            self._end_frame(frame)
+
+    def _data(self, frame: _Frame, piece: bytes, last_of_frame: bool) -> None:
+        ends_message = last_of_frame and frame.fin
+        if self._compressed:
+            piece = self._inflate(piece, frame.start, ends_message)
+        if self._utf8 is not None and piece:
+            self._check_utf8(piece, frame.start, final=False)
+        if ends_message and self._utf8 is not None:
+            self._check_utf8(b"", frame.start, final=True)
+        if piece:
+            whole = self._first_piece and ends_message
+            offset = self.stomp_offset
+            self._out.append(StompData(self.direction, self._ts, offset, frame.start, piece, whole))
+            self.stomp_offset += len(piece)
+            self._first_piece = False
+
+    def _inflate(self, piece: bytes, start: int, ends_message: bool) -> bytes:
+        inflater = self.inflater
+        assert inflater is not None
+        out = b""
+        if not self._inflate_broken:
+            try:
+                out = inflater.feed(piece) if piece else b""
+                if ends_message:
+                    out += inflater.end_message()
+            except InflateError as error:
+                self._violation(v.INFLATE_FAILED, start, str(error))
+                self._inflate_broken = True
+                out = b""
+        if ends_message and self._inflate_broken and inflater.no_context_takeover:
+            inflater.reset()  # the next message starts a fresh stream: only this one is lost
+            self._inflate_broken = False
+        return out
+
+    def _check_utf8(self, piece: bytes, start: int, *, final: bool) -> None:
+        assert self._utf8 is not None
+        try:
+            self._utf8.decode(piece, final)
+        except UnicodeDecodeError as error:
+            self._violation(v.INVALID_UTF8, start, f"text message: {error.reason}")
+            self._utf8 = None  # once per message
+
+    def _end_frame(self, frame: _Frame) -> None:
+        self._frame = None
+        if frame.control is not None:
+            self._control(frame)
+        elif not frame.skip and frame.fin:
+            self._message = None
+            self._utf8 = None
+        elif frame.skip and frame.fin and frame.opcode in DATA_OPCODES:
+            self._message = None
+
+    def _close_message(self, start: int) -> None:
+        """A fragmented message ended without its final frame."""
+        if self._compressed and self.inflater is not None and not self._inflate_broken:
+            self._inflate(b"", start, True)
+        self._message = None
+        self._utf8 = None
+
+    def _control(self, frame: _Frame) -> None:
+        payload = bytes(frame.control or b"")
+        kind = CONTROL_OPCODES[frame.opcode]
+        code = reason = None
+        if frame.opcode == CLOSE:
+            self.closed = True
+            if len(payload) == 1:
+                self._violation(v.INVALID_CLOSE, frame.start, "close payload of one byte")
+            elif payload:
+                (code,) = struct.unpack_from("!H", payload)
+                if not valid_close_code(code):
+                    self._violation(v.INVALID_CLOSE, frame.start, f"close code {code}")
+                try:
+                    reason = payload[2:].decode("utf-8")
+                except UnicodeDecodeError:
+                    self._violation(v.INVALID_CLOSE, frame.start, "close reason is not UTF-8")
+                    reason = payload[2:].decode("utf-8", "replace")
+        control = Control(
+            self.direction, self._ts, frame.start, kind, frame.length, payload, code, reason
+        )
+        self._out.append(control)
+
+    def _violation(self, kind: str, tcp_offset: int, detail: str) -> None:
+        event = Violation(self.direction, self._ts, tcp_offset, self.stomp_offset, kind, detail)
+        self._out.append(event)

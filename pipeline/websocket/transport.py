@@ -1,0 +1,277 @@
+"""A connection's transport: plain STOMP over TCP, or STOMP over WebSocket (sans-IO).
+
+Fed the two reassembled TCP byte streams of one connection (``receive``, ``receive_gap``,
+``receive_eof``, then ``finish``), it returns events: STOMP bytes with their STOMP-stream and
+TCP-stream offsets, WebSocket control frames, violations and the handshake record.
+
+Until the client's first bytes tell (``GET`` with ``Upgrade: websocket``), they are held back.
+A connection that is not WebSocket yields ``NotWebSocket`` and from then on every byte comes out
+as it went in (``stomp_offset == tcp_offset``). A WebSocket connection yields ``HandshakeSeen``
+once the response is read; only after a 101 choosing a STOMP subprotocol (or none) are data
+messages decoded as STOMP. A capture that starts mid-connection, or whose server speaks first,
+is taken as plain TCP.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pipeline.websocket import violations as v
+from pipeline.websocket.deframer import Deframer
+from pipeline.websocket.events import (
+    Control,
+    Event,
+    HandshakeSeen,
+    NotWebSocket,
+    StompData,
+    StompGap,
+    Violation,
+)
+from pipeline.websocket.handshake import (
+    MAX_HEAD,
+    STOMP_SUBPROTOCOLS,
+    Head,
+    deflate_parameters,
+    head_end,
+    opening,
+    parse_head,
+    status_of,
+)
+
+C2S = "c2s"
+S2C = "s2c"
+
+SNIFFING = "SNIFFING"  # waiting for the client's first bytes to tell
+TCP = "TCP"  # plain STOMP: bytes pass through
+AWAITING_RESPONSE = "AWAITING_RESPONSE"  # request read, response not yet
+OPEN = "OPEN"  # WebSocket with STOMP inside: frames are decoded
+IGNORED = "IGNORED"  # refused upgrade, other subprotocol, unreadable handshake: nothing decoded
+
+MAX_PINGS_KEPT = 64  # unanswered pings remembered per direction for round-trip times
+
+
+class Transport:
+    __slots__ = (
+        "state",
+        "handshake",
+        "_held",
+        "_request",
+        "_request_end",
+        "_response",
+        "_deframers",
+        "_pings",
+        "_ignored_bytes",
+    )
+
+    def __init__(self, *, mid_stream: bool = False) -> None:
+        self.state = TCP if mid_stream else SNIFFING
+        self.handshake: HandshakeSeen | None = None
+        self._held: list[tuple[str, int, int, bytes]] = []  # (direction, ts, offset, data)
+        self._request = bytearray()
+        self._request_end = -1
+        self._response = bytearray()
+        self._deframers: dict[str, Deframer] = {}
+        self._pings: dict[str, deque[tuple[bytes, int]]] = {C2S: deque(), S2C: deque()}
+        self._ignored_bytes = 0
+
+    @property
+    def websocket(self) -> bool:
+        return self.state in (AWAITING_RESPONSE, OPEN, IGNORED)
+
+    # ---- input ---------------------------------------------------------------------------------
+
+    def receive(self, direction: str, ts_ns: int, tcp_offset: int, data: bytes) -> list[Event]:
+        state = self.state
+        if state == TCP:
+            return [StompData(direction, ts_ns, tcp_offset, tcp_offset, data, False)]
+        if state == OPEN:
+            return self._deframed(direction, self._deframers[direction].feed(data, ts_ns))
+        if state == IGNORED:
+            self._ignored_bytes += len(data)
+            return []
+        self._held.append((direction, ts_ns, tcp_offset, data))
+        if state == SNIFFING:
+            return self._sniff(ts_ns)
+        return self._await_response(ts_ns)
+
+    def receive_gap(self, direction: str, ts_ns: int, tcp_offset: int, size: int) -> list[Event]:
+        state = self.state
+        if state == SNIFFING:
+            out = self._decide_tcp(ts_ns)
+            return [*out, StompGap(direction, ts_ns, tcp_offset, size)]
+        if state == TCP:
+            return [StompGap(direction, ts_ns, tcp_offset, size)]
+        if state == OPEN:
+            return self._deframers[direction].feed_gap(size, ts_ns)
+        if state == AWAITING_RESPONSE:
+            detail = f"{size} bytes missing during the upgrade: nothing decoded"
+            gap = Violation(direction, ts_ns, tcp_offset, None, v.GAP, detail)
+            return [*self._ignore(ts_ns), gap]
+        return []
+
+    def receive_eof(self, direction: str, ts_ns: int) -> list[Event]:
+        if self.state == OPEN:
+            return self._deframers[direction].feed_eof(ts_ns)
+        return []
+
+    def finish(self, ts_ns: int) -> list[Event]:
+        """The connection is over: decide what is still undecided."""
+        if self.state == SNIFFING:
+            return self._decide_tcp(ts_ns)
+        if self.state == AWAITING_RESPONSE:
+            return self._ignore(ts_ns)
+        return []
+
+    # ---- handshake -----------------------------------------------------------------------------
+
+    def _sniff(self, ts_ns: int) -> list[Event]:
+        held = self._held
+        if held[0][0] != C2S or held[0][2] != 0:
+            return self._decide_tcp(ts_ns)  # server first, or mid-stream: not an upgrade
+        request = self._request
+        request += held[-1][3] if held[-1][0] == C2S else b""
+        if len(held) == 1 or held[-1][0] == C2S:
+            decided = opening(request)
+        else:
+            decided = opening(request) if len(request) >= MAX_HEAD else None
+        if decided is None:
+            return []
+        if not decided:
+            return self._decide_tcp(ts_ns)
+        self._request_end = head_end(request)
+        self.state = AWAITING_RESPONSE
+        return self._await_response(ts_ns, collected=True)
+
+    def _decide_tcp(self, ts_ns: int) -> list[Event]:
+        self.state = TCP
+        out: list[Event] = [NotWebSocket(ts_ns)]
+        out += [StompData(d, ts, offset, offset, data, False) for d, ts, offset, data in self._held]
+        self._held = []
+        self._request = bytearray()
+        return out
+
+    def _await_response(self, ts_ns: int, *, collected: bool = False) -> list[Event]:
+        response = self._response
+        response.clear()
+        for direction, _, _, data in self._held:
+            if direction == S2C:
+                response += data
+        end = head_end(response)
+        if end < 0:
+            if len(response) >= MAX_HEAD:
+                return self._ignore(ts_ns, "no end of the response head")
+            return []
+        head = parse_head(bytes(response[:end]))
+        if head is None or status_of(head) is None:
+            return self._ignore(ts_ns, "unreadable response status line")
+        return self._open(ts_ns, head, end)
+
+    def _open(self, ts_ns: int, response: Head, response_end: int) -> list[Event]:
+        request = parse_head(bytes(self._request[: self._request_end]))
+        assert request is not None
+        status = status_of(response)
+        chosen = response.get("sec-websocket-protocol")
+        extensions = response.tokens("sec-websocket-extensions")
+        out: list[Event] = []
+        stomp = status == 101
+        if status != 101:
+            detail = f"upgrade answered {status} {response.start[2]}".strip()
+            out.append(Violation(S2C, ts_ns, 0, None, v.UPGRADE_REFUSED, detail))
+        elif chosen is not None and chosen.lower() not in STOMP_SUBPROTOCOLS:
+            stomp = False
+            detail = f"subprotocol {chosen!r} chosen: not decoded as STOMP"
+            out.append(Violation(S2C, ts_ns, 0, None, v.NOT_STOMP, detail))
+        self.handshake = HandshakeSeen(
+            ts_ns,
+            request.start[1],
+            request.get("host"),
+            request.get("origin"),
+            request.get("user-agent"),
+            request.get("sec-websocket-protocol"),
+            chosen,
+            request.get("sec-websocket-extensions"),
+            ", ".join(extensions) or None,
+            status,
+            stomp,
+        )
+        out.insert(0, self.handshake)
+        held, self._held = self._held, []
+        if not stomp:
+            self.state = IGNORED
+            return out
+        self.state = OPEN
+        deflate = deflate_parameters(extensions)
+        self._deframers = {
+            C2S: Deframer(C2S, from_client=True, deflate=deflate, tcp_offset=self._request_end),
+            S2C: Deframer(S2C, from_client=False, deflate=deflate, tcp_offset=response_end),
+        }
+        skip = {C2S: self._request_end, S2C: response_end}
+        for direction, ts, offset, data in held:
+            cut = skip[direction] - offset
+            if cut >= len(data):
+                continue
+            data = data[max(cut, 0) :]
+            out += self._deframed(direction, self._deframers[direction].feed(data, ts))
+        self._request = bytearray()
+        self._response = bytearray()
+        return out
+
+    def _ignore(self, ts_ns: int, problem: str | None = None) -> list[Event]:
+        out: list[Event] = []
+        if self.handshake is None and self._request_end >= 0:
+            request = parse_head(bytes(self._request[: self._request_end]))
+            assert request is not None
+            self.handshake = HandshakeSeen(
+                ts_ns,
+                request.start[1],
+                request.get("host"),
+                request.get("origin"),
+                request.get("user-agent"),
+                request.get("sec-websocket-protocol"),
+                None,
+                request.get("sec-websocket-extensions"),
+                None,
+                None,
+                False,
+            )
+            out.append(self.handshake)
+        if problem is not None:
+            out.append(Violation(S2C, ts_ns, 0, None, v.BAD_HANDSHAKE, problem))
+        self.state = IGNORED
+        self._held = []
+        return out
+
+    # ---- frames --------------------------------------------------------------------------------
+
+    def _deframed(self, direction: str, events: list[Event]) -> list[Event]:
+        """Pongs get the round-trip time of the ping they answer (same payload, other side)."""
+        for index, event in enumerate(events):
+            if type(event) is not Control:
+                continue
+            if event.kind == "ping":
+                pings = self._pings[direction]
+                pings.append((event.payload, event.ts_ns))
+                if len(pings) > MAX_PINGS_KEPT:
+                    pings.popleft()
+            elif event.kind == "pong":
+                pings = self._pings[S2C if direction == C2S else C2S]
+                for position, (payload, ts) in enumerate(pings):
+                    if payload == event.payload:
+                        del pings[position]
+                        events[index] = _with_rtt(event, event.ts_ns - ts)
+                        break
+        return events
+
+
+def _with_rtt(event: Control, rtt_ns: int) -> Control:
+    return Control(
+        event.direction,
+        event.ts_ns,
+        event.tcp_offset,
+        event.kind,
+        event.payload_length,
+        event.payload,
+        event.close_code,
+        event.close_reason,
+        rtt_ns,
+    )

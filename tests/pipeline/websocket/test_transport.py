@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import pytest
+
+from pipeline.websocket import violations as v
+from pipeline.websocket.events import (
+    Control,
+    HandshakeSeen,
+    NotWebSocket,
+    StompData,
+    StompGap,
+    Violation,
+)
+from pipeline.websocket.transport import IGNORED, OPEN, TCP, Transport
+from tests.pipeline.websocket.wire import Side, deflate_extension, request, response
+
+CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
+CONNECTED = b"CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\x00\n"
+
+
+def _feed(transport: Transport, script: list[tuple[str, bytes]], step: int = 0) -> list:
+    offsets = {"c2s": 0, "s2c": 0}
+    events = []
+    for n, (direction, data) in enumerate(script):
+        pieces = [data[i : i + step] for i in range(0, len(data), step)] if step else [data]
+        for piece in pieces:
+            events += transport.receive(direction, n, offsets[direction], piece)
+            offsets[direction] += len(piece)
+    return events + transport.finish(len(script))
+
+
+def _stomp(events: list, direction: str) -> bytes:
+    return b"".join(e.data for e in events if isinstance(e, StompData) and e.direction == direction)
+
+
+@pytest.mark.parametrize("step", [0, 1, 17])
+def test_upgrade_then_stomp_inside(step: int) -> None:
+    client, server = Side(True), Side(False)
+    script = [
+        ("c2s", request()),
+        ("s2c", response()),
+        ("c2s", client.text(CONNECT)),
+        ("s2c", server.text(CONNECTED)),
+        ("c2s", client.ping(b"hb") + client.text("\n")),
+        ("s2c", server.pong(b"hb")),
+    ]
+    transport = Transport()
+    events = _feed(transport, script, step)
+    assert transport.state == OPEN and transport.websocket
+    (handshake,) = [e for e in events if isinstance(e, HandshakeSeen)]
+    assert handshake.path == "/ws" and handshake.status == 101 and handshake.stomp
+    assert handshake.subprotocol == "v12.stomp"
+    assert handshake.subprotocols_offered == "v10.stomp, v11.stomp, v12.stomp"
+    assert handshake.origin == "http://localhost:8000"
+    assert handshake.user_agent == "test-client/1.0"
+    assert _stomp(events, "c2s") == CONNECT + b"\n"
+    assert _stomp(events, "s2c") == CONNECTED
+    first = next(e for e in events if isinstance(e, StompData))
+    assert first.stomp_offset == 0 and first.tcp_offset == len(request())
+    pong = next(e for e in events if isinstance(e, Control) and e.kind == "pong")
+    assert pong.rtt_ns == 1  # ping fed at "time" 4, pong at 5
+    assert not [e for e in events if isinstance(e, Violation)]
+
+
+def test_client_frames_in_the_same_segment_as_the_request_wait_for_the_response() -> None:
+    client, server = Side(True), Side(False)
+    script = [
+        ("c2s", request() + client.text(CONNECT)),
+        ("s2c", response() + server.text(CONNECTED)),
+    ]
+    events = _feed(Transport(), script)
+    assert _stomp(events, "c2s") == CONNECT and _stomp(events, "s2c") == CONNECTED
+
+
+def test_permessage_deflate_from_the_response() -> None:
+    header, client_ext, server_ext = deflate_extension()
+    client, server = Side(True, client_ext), Side(False, server_ext)
+    script = [
+        ("c2s", request("Sec-WebSocket-Extensions: permessage-deflate\r\n")),
+        ("s2c", response(extra=header)),
+        ("c2s", client.text(CONNECT)),
+        ("s2c", server.text(CONNECTED)),
+    ]
+    events = _feed(Transport(), script, 5)
+    (handshake,) = [e for e in events if isinstance(e, HandshakeSeen)]
+    assert handshake.extensions == "permessage-deflate"
+    assert _stomp(events, "c2s") == CONNECT and _stomp(events, "s2c") == CONNECTED
+
+
+def test_refused_upgrade_decodes_nothing() -> None:
+    script = [
+        ("c2s", request()),
+        ("s2c", response("403 Forbidden", None) + b"<html>no</html>"),
+        ("c2s", b"CONNECT\n\n\x00"),
+    ]
+    transport = Transport()
+    events = _feed(transport, script)
+    assert transport.state == IGNORED
+    (handshake,) = [e for e in events if isinstance(e, HandshakeSeen)]
+    assert handshake.status == 403 and not handshake.stomp
+    assert [e.kind for e in events if isinstance(e, Violation)] == [v.UPGRADE_REFUSED]
+    assert not [e for e in events if isinstance(e, StompData)]
+
+
+def test_other_subprotocol_decodes_nothing() -> None:
+    script = [("c2s", request()), ("s2c", response(protocol="mqtt")), ("c2s", Side(True).text("x"))]
+    events = _feed(Transport(), script)
+    assert [e.kind for e in events if isinstance(e, Violation)] == [v.NOT_STOMP]
+    assert not [e for e in events if isinstance(e, StompData)]
+
+
+def test_no_response_captured() -> None:
+    events = _feed(Transport(), [("c2s", request())])
+    (handshake,) = [e for e in events if isinstance(e, HandshakeSeen)]
+    assert handshake.status is None and not handshake.stomp
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        [("c2s", CONNECT), ("s2c", CONNECTED)],
+        [("s2c", CONNECTED), ("c2s", CONNECT)],  # server speaks first: not an upgrade
+        [("c2s", b"G"), ("c2s", b"ET / HTTP/1.1\r\nHost: x\r\n\r\n")],  # plain HTTP
+    ],
+)
+def test_plain_tcp_passes_through_unchanged(script: list[tuple[str, bytes]]) -> None:
+    transport = Transport()
+    events = _feed(transport, script)
+    assert transport.state == TCP and not transport.websocket
+    assert isinstance(events[0], NotWebSocket)
+    for direction in ("c2s", "s2c"):
+        sent = b"".join(data for d, data in script if d == direction)
+        assert _stomp(events, direction) == sent
+    assert all(e.stomp_offset == e.tcp_offset for e in events if isinstance(e, StompData))
+
+
+def test_gap_while_undecided_makes_it_tcp_and_is_passed_on() -> None:
+    transport = Transport()
+    assert transport.receive("c2s", 0, 0, b"GE") == []
+    events = transport.receive_gap("c2s", 1, 2, 10)
+    assert isinstance(events[0], NotWebSocket)
+    assert isinstance(events[-1], StompGap) and events[-1].size == 10
+
+
+def test_mid_stream_is_tcp() -> None:
+    transport = Transport(mid_stream=True)
+    (event,) = transport.receive("c2s", 0, 500, request())
+    assert isinstance(event, StompData) and event.stomp_offset == 500
