@@ -91,3 +91,39 @@ def test_int96_timestamps_are_refused(spark, lake: Lake, events_spark_schema) ->
     assert not lake.table_path("events").exists() or not any(
         lake.table_path("events").rglob("*.parquet")
     )
+
+
+def test_a_batch_over_a_thousand_dates_writes_one_file_per_date(
+    spark, lake: Lake, events_spark_schema
+) -> None:
+    """Rows are grouped by partition before the write: however the rows of a date are spread
+    over the input's partitions, a date gets one file, not one per task."""
+    from datetime import UTC, datetime, timedelta
+
+    noon = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    rows = []
+    for day in range(1_000):
+        for flow in range(10):  # e.g. 10 SYN-only flows a day
+            ts = noon + timedelta(days=day, microseconds=flow)
+            rows.append(
+                {"ts": ts, "session": f"s{flow}", "seq": day, "body": None, "date": ts.date()}
+            )
+    frame = events_frame(spark, rows, events_spark_schema).repartition(40)  # dates everywhere
+    staged = stage_batch(
+        frame, lake, "events", schema=events_spark_schema, partition_by=["date"], batch_id="b-wide"
+    )
+    per_date: dict[str, int] = {}
+    for data_file in staged.files:
+        day = data_file.partition_values["date"]
+        per_date[day] = per_date.get(day, 0) + 1
+    assert len(per_date) == 1_000 and staged.rows == 10_000
+    assert max(per_date.values()) == 1
+    assert len(list(staged.table_path.rglob("*.parquet"))) == 1_000
+
+
+def test_staging_leaves_nothing_spark_wrote_open_to_others(
+    spark, lake: Lake, events_spark_schema
+) -> None:
+    staged = stage(spark, lake, events_spark_schema)
+    for path in [staged.staging_dir, *staged.staging_dir.rglob("*")]:
+        assert path.stat().st_mode & 0o777 in ((0o750,) if path.is_dir() else (0o640, 0o600))
