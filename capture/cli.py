@@ -23,6 +23,8 @@ from capture.config import (
     ListenerConfig,
     ProxyConfig,
     UpstreamTls,
+    parse_capture_mode,
+    parse_flush_seconds,
     parse_host_port,
     parse_mode,
     parse_size,
@@ -30,6 +32,7 @@ from capture.config import (
 )
 from capture.proxy import CaptureProxy
 from capture.recorder import ChunkFilter
+from capture.recovery import recover_partial_files
 from capture.stats import StatsSnapshot
 from capture.tls import client_ssl_context, upstream_ssl_context
 from capture.writer import CaptureWriter, RotationPolicy, ensure_writable_dir
@@ -46,9 +49,16 @@ read is also written, with the nanosecond time it was read, to pcapng capture fi
 like an ordinary capture of the client <-> broker conversation (synthetic Ethernet/IP/TCP
 headers, handshake, FIN/RST), readable by Wireshark, tshark and stomp-lake.
 
-Capture never slows forwarding: chunks go through a bounded buffer to a writer thread; when
-the disk cannot keep up the chunk is dropped from the capture (never from the traffic), its
-bytes are skipped in the TCP sequence numbers so readers see a gap, and the loss is counted.
+Chunks go through a buffer to a writer thread. When the disk cannot keep up, the default
+--capture-mode lossless stops reading from the sockets until the buffer has drained (traffic
+slows to the disk's pace, nothing is lost); --capture-mode drop never slows traffic and drops
+the chunk from the capture instead (never from the traffic): its bytes are skipped in the TCP
+sequence numbers, a capture-loss block in the file says which connection and direction lost
+how many bytes, and the loss is counted.
+
+Files being written end in .pcapng.partial. On start, .partial files left in the output
+directory by a proxy that was killed are cut back to their last whole block and renamed (each
+one logged). Written data is synced to disk every --flush-seconds.
 """
 
 EPILOG = """\
@@ -88,8 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rotate-seconds", type=float, metavar="SECONDS",
         help="start a new file when the open one is this old")
     add("--buffer", type=parse_size, metavar="SIZE",
-        help="capture buffer between forwarding and the disk; when full, capture data is"
-        " dropped and counted (default 64M)")
+        help="capture buffer between forwarding and the disk; when full, reading waits"
+        " (lossless) or capture data is dropped and counted (drop) (default 64M)")
+    add("--capture-mode", type=parse_capture_mode, dest="lossless", metavar="MODE",
+        help="when the disk is behind: lossless slows traffic until the buffer drains"
+        " (default), drop loses capture data, records the loss in the file and counts it")
+    add("--flush-seconds", type=parse_flush_seconds, metavar="SECONDS",
+        help="capture data reaches the file and is synced at most this long after it is"
+        " read (default 1); what a crash of the machine can lose")
     add("--file-mode", type=parse_mode, metavar="OCTAL",
         help="permissions of capture files, owner and group only (default 0640)")
     add("--prefix", metavar="NAME", help="capture file name prefix (default stomp)")
@@ -165,6 +181,8 @@ def config_from_args(args: argparse.Namespace) -> ProxyConfig:
         "stats_interval": args.stats_interval,
         "drain_seconds": args.drain,
         "connect_timeout": args.connect_timeout,
+        "lossless": args.lossless,
+        "flush_seconds": args.flush_seconds,
     }
     settings.update({key: value for key, value in overrides.items() if value is not None})
     if args.no_upstream_check:
@@ -227,12 +245,15 @@ async def run(config: ProxyConfig) -> int:
     loop = asyncio.get_running_loop()
     writer: CaptureWriter | None = None
     if config.out_dir is not None:
+        recover_partial_files(config.out_dir)
         writer = CaptureWriter(
             config.out_dir,
             RotationPolicy(config.rotate_bytes, config.rotate_seconds),
             buffer_bytes=config.buffer_bytes,
             prefix=config.prefix,
             file_mode=config.file_mode,
+            lossless=config.lossless,
+            flush_seconds=config.flush_seconds,
         )
         writer.start()
     masker = passcode_masker_factory() if config.mask_passcode else None
@@ -257,6 +278,11 @@ async def run(config: ProxyConfig) -> int:
             log.info("listening on %s -> upstream %s", shown, listener.config.upstream)
     log.info("capture to %s", config.out_dir or "(nowhere: --no-capture)")
     log.info("open files limit %d (about %d connections)", open_files, open_files // 2)
+    if writer is not None:
+        log.info(
+            "capture mode %s, buffer %d bytes, flushed every %g s",
+            "lossless" if config.lossless else "drop", config.buffer_bytes, config.flush_seconds,
+        )
 
     def snapshot() -> StatsSnapshot:
         return StatsSnapshot.take(proxy.counters, writer.counters if writer else None)

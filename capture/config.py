@@ -6,6 +6,8 @@ Built from the command line or from a TOML file (several listeners), e.g.::
     rotate_size = "256M"
     rotate_seconds = 3600
     mask_passcode = true
+    capture_mode = "lossless"     # or "drop": never slow traffic, lose capture when behind
+    flush_seconds = 1.0
 
     [[listener]]
     listen = "0.0.0.0:61613"
@@ -118,6 +120,29 @@ class ProxyConfig:
     drain_seconds: float = 0.0
     connect_timeout: float = 10.0
     check_upstream: bool = True
+    lossless: bool = True  # when the capture writer is behind, slow traffic rather than drop
+    flush_seconds: float = 1.0  # most time queued capture waits for the disk and fdatasync
+
+
+CAPTURE_MODES = {"lossless": True, "drop": False}
+MAX_FLUSH_SECONDS = 3600.0
+
+
+def parse_capture_mode(text: str) -> bool:
+    """True for ``lossless``, False for ``drop``."""
+    if text not in CAPTURE_MODES:
+        raise ConfigError(f"bad capture mode {text!r}: expected lossless or drop")
+    return CAPTURE_MODES[text]
+
+
+def parse_flush_seconds(value: str | float) -> float:
+    try:
+        seconds = float(value)
+    except ValueError as exc:
+        raise ConfigError(f"bad flush interval {value!r}: expected seconds") from exc
+    if not 0 < seconds <= MAX_FLUSH_SECONDS:
+        raise ConfigError(f"flush interval {seconds} s out of range (0, {MAX_FLUSH_SECONDS:g}]")
+    return seconds
 
 
 LISTENER_KEYS = {"listen", "upstream", "client_tls", "upstream_tls"}
@@ -134,6 +159,8 @@ TOP_KEYS = {
     "drain",
     "connect_timeout",
     "check_upstream",
+    "capture_mode",
+    "flush_seconds",
 }
 
 
@@ -220,6 +247,10 @@ def settings_from_toml(path: Path) -> dict[str, Any]:
         settings["buffer_bytes"] = parse_size(data["buffer"])
     if "file_mode" in data:
         settings["file_mode"] = parse_mode(data["file_mode"])
+    if "capture_mode" in data:
+        settings["lossless"] = parse_capture_mode(str(data["capture_mode"]))
+    if "flush_seconds" in data:
+        settings["flush_seconds"] = parse_flush_seconds(data["flush_seconds"])
     renamed = {"drain": "drain_seconds"}
     for key in ("rotate_seconds", "prefix", "mask_passcode", "stats_interval", "drain",
                 "connect_timeout", "check_upstream"):

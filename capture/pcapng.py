@@ -11,6 +11,12 @@ import struct
 SHB_TYPE = 0x0A0D0D0A
 IDB_TYPE = 0x00000001
 EPB_TYPE = 0x00000006
+# custom block that tools may copy into derived files (pcapng spec, "Custom Block")
+CUSTOM_COPY_TYPE = 0x00000BAD
+# IANA's Private Enterprise Number for documentation use (RFC 5612): the data that follows
+# starts with a text tag naming stomp-capture, which is what readers match on
+STOMP_CAPTURE_PEN = 32473
+CAPTURE_LOSS_TAG = b"stomp-capture capture_loss "
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 LINKTYPE_ETHERNET = 1
 
@@ -98,6 +104,17 @@ def enhanced_packet_block(
     ts_ns: int, packet: bytes, interface_id: int = 0, comment: str = ""
 ) -> bytes:
     return b"".join(enhanced_packet_block_parts(ts_ns, (packet,), interface_id, comment))
+
+
+def custom_block(pen: int, data: bytes) -> bytes:
+    """A copyable custom block: PEN, then ``data`` padded to 32 bits (no options)."""
+    return _block(CUSTOM_COPY_TYPE, _U32.pack(pen) + data + _padding(len(data)))
+
+
+def capture_loss_block(detail: str) -> bytes:
+    """Marks bytes that were forwarded but are missing from the capture, where they went
+    missing: ``detail`` is ``key=value`` pairs (connection, direction, sequence, bytes)."""
+    return custom_block(STOMP_CAPTURE_PEN, CAPTURE_LOSS_TAG + detail.encode())
 
 
 def file_header(user_application: str = "stomp-capture", comment: str = "") -> bytes:

@@ -39,6 +39,23 @@ class CaptureProxy:
         self.upstream_ssl: dict[ListenerConfig, ssl.SSLContext | None] = {}
         self._idle = asyncio.Event()
         self._idle.set()
+        self.reading_held = False  # lossless capture: sockets are not read until it drains
+
+    def hold_reading_if_backlogged(self) -> None:
+        """Lossless capture: when the writer is behind, stop reading every socket (the
+        kernel's buffers then push back on the peers) until it has drained."""
+        if self.reading_held or self.sink is None or not self.sink.backlogged():
+            return
+        self.reading_held = True
+        for relay in self.relays:
+            relay.hold_reading()
+
+    def release_reading(self) -> None:
+        if not self.reading_held:
+            return
+        self.reading_held = False
+        for relay in list(self.relays):
+            relay.release_reading()
 
     def new_recorder(
         self, client: Endpoint, server: Endpoint, syn_ts_ns: int
@@ -65,6 +82,8 @@ class CaptureProxy:
     async def start(self) -> list[BoundListener]:
         """Bind every listener (only the addresses given); raises OSError if one cannot."""
         loop = asyncio.get_running_loop()
+        if self.sink is not None:
+            self.sink.on_drained = lambda: loop.call_soon_threadsafe(self.release_reading)
         for listener in self.config.listeners:
             self.upstream_ssl[listener] = upstream_ssl_context(listener)
 

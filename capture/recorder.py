@@ -3,15 +3,18 @@
 Sans-IO: the proxy reports what happened (opened, bytes read, FIN, RST) with the time it
 happened; this keeps the synthetic TCP conversation and hands encoded blocks to the sink.
 When the sink has no room the bytes are skipped in sequence space, so the loss shows up as
-a gap in the capture.
+a gap in the capture, and a capture-loss block placed where the gap is says which connection
+and direction lost how many bytes, so a reader can tell capture loss from a network gap.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
-from capture.pcapng import block_length, enhanced_packet_block_parts
+from capture.pcapng import block_length, capture_loss_block, enhanced_packet_block_parts
 from capture.tcp_synth import (
     Endpoint,
     IsnGenerator,
@@ -29,8 +32,34 @@ STILL_OPEN_COMMENT = "stomp-capture: connection still open when the capture ende
 _PROCESS_ISNS = IsnGenerator()
 
 
+DIRECTION_NAMES = {Side.CLIENT: "client_to_server", Side.SERVER: "server_to_client"}
+
+
+def endpoint_text(endpoint: Endpoint) -> str:
+    ip = str(endpoint.ip)
+    return f"[{ip}]:{endpoint.port}" if ":" in ip else f"{ip}:{endpoint.port}"
+
+
+def loss_record(detail: str) -> CaptureRecord:
+    block = capture_loss_block(detail)
+    return CaptureRecord((block,), len(block))
+
+
+@dataclass(slots=True)
+class PendingLoss:
+    """Bytes of one direction skipped since the last captured chunk."""
+
+    first_ts_ns: int
+    seq: int
+    size: int = 0
+
+
 class CaptureSink(Protocol):
+    on_drained: Callable[[], None] | None
+
     def has_room(self, size: int) -> bool: ...
+
+    def backlogged(self) -> bool: ...
 
     def offer(self, records: list[CaptureRecord], essential: bool = False) -> bool: ...
 
@@ -45,13 +74,13 @@ class ChunkFilter(Protocol):
     def flush(self) -> list[tuple[int, bytes]]: ...
 
 
-def _record(packet: SynthPacket, comment: str = "") -> CaptureRecord:
+def _record(packet: SynthPacket, comment: str = "", flow: str = "") -> CaptureRecord:
     parts = enhanced_packet_block_parts(packet.ts_ns, packet.parts, comment=comment)
-    return CaptureRecord(parts, block_length(parts), len(packet.payload))
+    return CaptureRecord(parts, block_length(parts), len(packet.payload), flow)
 
 
 class ConnectionRecorder:
-    __slots__ = ("_conv", "_sink", "_filters", "_ended")
+    __slots__ = ("_conv", "_sink", "_filters", "_ended", "_losses", "_flows")
 
     def __init__(
         self,
@@ -73,6 +102,11 @@ class ConnectionRecorder:
         if client_filter is not None:
             self._filters[Side.CLIENT] = client_filter
         self._ended = False
+        self._losses: dict[Side, PendingLoss] = {}
+        label = (
+            f"client={endpoint_text(self._conv.client)} server={endpoint_text(self._conv.server)}"
+        )
+        self._flows = {side: f"{label} direction={name}" for side, name in DIRECTION_NAMES.items()}
 
     @property
     def conversation(self) -> TcpConversation:
@@ -102,18 +136,42 @@ class ConnectionRecorder:
 
     def _capture(self, side: Side, ts_ns: int, payload: bytes) -> None:
         segments = len(payload) // self._conv.max_payload + 1
+        seq = self._conv.next_seq(side)
         if not self._sink.has_room(len(payload) + segments * SEGMENT_OVERHEAD):
             self._conv.skip(side, len(payload))
             self._sink.drop(len(payload))
+            self._note_loss(side, ts_ns, seq, len(payload))
             return
-        records = [_record(packet) for packet in self._conv.data(side, ts_ns, payload)]
-        self._sink.offer(records)
+        if side in self._losses:
+            self._record_loss(side)
+        flow = self._flows[side]
+        records = [_record(packet, flow=flow) for packet in self._conv.data(side, ts_ns, payload)]
+        if not self._sink.offer(records):  # refused after all: counted by the sink
+            self._note_loss(side, ts_ns, seq, len(payload))
+
+    def _note_loss(self, side: Side, ts_ns: int, seq: int, size: int) -> None:
+        loss = self._losses.get(side)
+        if loss is None:
+            loss = self._losses[side] = PendingLoss(ts_ns, seq)
+        loss.size += size
+
+    def _record_loss(self, side: Side) -> None:
+        """Write the capture-loss block for a gap that just ended (data resumed or the
+        direction ended), placed in the file where the gap is."""
+        loss = self._losses.pop(side)
+        detail = (
+            f"{self._flows[side]} seq={loss.seq}"
+            f" bytes={loss.size} ts_ns={loss.first_ts_ns} reason=buffer_full"
+        )
+        self._sink.offer([loss_record(detail)], essential=True)
 
     def _flush(self, side: Side) -> None:
         flt = self._filters.pop(side, None)
         if flt is not None:
             for piece_ts, piece in flt.flush():
                 self._capture(side, piece_ts, piece)
+        if side in self._losses:
+            self._record_loss(side)
 
     def fin(self, side: Side, ts_ns: int) -> None:
         if not self._ended:
@@ -123,11 +181,16 @@ class ConnectionRecorder:
     def rst(self, side: Side, ts_ns: int) -> None:
         if not self._ended:
             self._flush(side)
+            if side.other in self._losses:
+                self._record_loss(side.other)
             self._control([self._conv.rst(side, ts_ns)])
             self._ended = True
 
     def closed(self) -> None:
         """Both sides are done; nothing more is recorded."""
+        if not self._ended:
+            for side in list(self._losses):
+                self._record_loss(side)
         self._ended = True
 
     def still_open(self, ts_ns: int) -> None:

@@ -59,6 +59,9 @@ class RelayHost(Protocol):
     config: ProxyConfig
     counters: ProxyCounters
     upstream_ssl: dict[ListenerConfig, ssl.SSLContext | None]
+    reading_held: bool
+
+    def hold_reading_if_backlogged(self) -> None: ...
 
     def new_recorder(
         self, client: Endpoint, server: Endpoint, syn_ts_ns: int
@@ -132,10 +135,25 @@ class Half(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.full = False
-        peer = self.relay.peer(self)
-        if peer.usable and not (peer.side is Side.CLIENT and not self.relay.established):
-            assert peer.transport is not None
-            peer.transport.resume_reading()
+        self.relay.peer(self).read_if_allowed()
+
+    def read_if_allowed(self) -> None:
+        """Resume reading unless the peer's buffer is full, the capture is held, or (for the
+        client) the upstream connection is not made yet."""
+        relay = self.relay
+        if (
+            self.usable
+            and not relay.peer(self).full
+            and not relay.proxy.reading_held
+            and not (self.side is Side.CLIENT and not relay.established)
+        ):
+            assert self.transport is not None
+            self.transport.resume_reading()
+
+    def hold(self) -> None:
+        if self.usable:
+            assert self.transport is not None
+            self.transport.pause_reading()
 
 
 class Relay:
@@ -156,6 +174,14 @@ class Relay:
 
     def peer(self, half: Half) -> Half:
         return self.upstream if half is self.client else self.client
+
+    def hold_reading(self) -> None:
+        self.client.hold()
+        self.upstream.hold()
+
+    def release_reading(self) -> None:
+        self.client.read_if_allowed()
+        self.upstream.read_if_allowed()
 
     # --- capture, shielded from forwarding ---------------------------------------------
 
@@ -253,8 +279,10 @@ class Relay:
         assert self.client.transport is not None
         if self._early_eof_ns is not None:
             self._pass_eof(self.client, self._early_eof_ns)
-        elif not self.upstream.full:
-            self.client.transport.resume_reading()
+        else:
+            self.client.read_if_allowed()
+        if self.proxy.reading_held:
+            self.upstream.hold()
 
     def forward(self, half: Half, data: bytes) -> None:
         ts_ns = time.time_ns()
@@ -282,6 +310,7 @@ class Relay:
                 recorder.data(half.side, ts_ns, data)
             except Exception:
                 self._capture_failed()
+            self.proxy.hold_reading_if_backlogged()
 
     def end_of_stream(self, half: Half) -> bool:
         half.eof = True

@@ -20,6 +20,7 @@ class StatsSnapshot:
     upstream_failures: int
     write_errors: int
     connections_left_open: int
+    backlog_waits: int = 0
 
     @classmethod
     def take(cls, proxy: ProxyCounters, writer: WriterCounters | None) -> StatsSnapshot:
@@ -35,6 +36,7 @@ class StatsSnapshot:
             upstream_failures=proxy.upstream_failures,
             write_errors=writer.write_errors,
             connections_left_open=proxy.connections_left_open,
+            backlog_waits=writer.backlog_waits,
         )
 
     def line(self, label: str = "stats") -> str:
@@ -49,6 +51,7 @@ class StatsSnapshot:
             f" upstream_failures={self.upstream_failures}"
             f" write_errors={self.write_errors}"
             f" connections_left_open={self.connections_left_open}"
+            f" backlog_waits={self.backlog_waits}"
         )
 
 

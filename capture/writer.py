@@ -1,11 +1,19 @@
 """Rotating pcapng file writer behind a bounded in-memory buffer, on its own thread.
 
 The forwarding side only ever calls ``has_room``/``offer``/``drop``, which never block on
-the disk: when the buffer is full, data records are refused (and counted) instead of
-waiting. Control records (handshake, FIN, RST, markers) are tiny and always admitted so a
-capture keeps its connection structure even when payload is lost.
+the disk. Two modes for a full buffer:
+- lossless (the proxy's default): every record is admitted; ``backlogged`` tells the proxy
+  to stop reading from its sockets, and ``on_drained`` (called from the writer thread) when
+  the queue is down to half the buffer, to read again. Traffic slows to the disk's pace.
+- drop: data records are refused (and counted) instead of waiting; forwarding never slows.
+Control records (handshake, FIN, RST, markers) are tiny and always admitted so a capture
+keeps its connection structure even when payload is lost. Payload lost at the disk (write
+errors) is recorded in the file, as a capture-loss block, once writes succeed again.
 
 Files are written as ``<name>.partial`` and renamed when complete, with mode 0640 by default.
+Queued records reach the file within ``flush_seconds`` (unless the disk is behind), and the
+file is fdatasync'ed at most that long after a write: a crash of the process loses what was
+queued, a power loss at most ``flush_seconds`` of written data as well.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,16 +38,19 @@ MAX_BATCH_BYTES = 8 << 20
 # the writer thread is woken when this much is queued, and else looks every WAKE_SECONDS
 WAKE_BYTES = 1 << 20
 WAKE_SECONDS = 0.05
+DEFAULT_FLUSH_SECONDS = 1.0
 PARTIAL_SUFFIX = ".partial"
 
 
 @dataclass(slots=True)
 class CaptureRecord:
-    """One encoded pcapng block as parts; ``payload`` is the TCP payload it carries."""
+    """One encoded pcapng block as parts; ``payload`` is the TCP payload it carries and
+    ``flow`` names its connection and direction (for recording its loss)."""
 
     parts: tuple[bytes | memoryview, ...]
     size: int
     payload: int = 0
+    flow: str = ""
 
     @classmethod
     def of(cls, parts: tuple[bytes | memoryview, ...], payload: int = 0) -> CaptureRecord:
@@ -60,6 +72,8 @@ class WriterCounters:
     file_bytes: int = 0
     files_written: int = 0
     write_errors: int = 0
+    backlog_waits: int = 0  # lossless mode: times forwarding was held for the disk
+    loss_records: int = 0  # capture-loss blocks written by the writer itself
 
 
 def capture_file_name(prefix: str, ts_ns: int, seq: int) -> str:
@@ -101,6 +115,9 @@ class CaptureWriter:
     buffer_bytes: int = 64 << 20
     prefix: str = "stomp"
     file_mode: int = 0o640
+    lossless: bool = False
+    flush_seconds: float = DEFAULT_FLUSH_SECONDS
+    on_drained: Callable[[], None] | None = None
     counters: WriterCounters = field(default_factory=WriterCounters)
     files: list[Path] = field(default_factory=list)
     _queue: deque[CaptureRecord] = field(default_factory=deque)
@@ -111,6 +128,10 @@ class CaptureWriter:
     _file: _OpenFile | None = None
     _file_seq: int = 0
     _failing: bool = False
+    _holding: bool = False
+    _unrecorded_loss: dict[str, list[int]] = field(default_factory=dict)  # flow: bytes, records
+    _synced_monotonic: float = 0.0
+    _unsynced: bool = False
 
     def start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -120,14 +141,28 @@ class CaptureWriter:
     # --- producer side (event loop thread) ---------------------------------------------
 
     def has_room(self, size: int) -> bool:
+        if self.lossless:
+            return not self._closing
         return not self._closing and self._queued_bytes + size <= self.buffer_bytes
 
+    def backlogged(self) -> bool:
+        """Lossless mode: the queue is past the buffer size, so the proxy should stop reading
+        until ``on_drained`` is called."""
+        if self.lossless and self._queued_bytes > self.buffer_bytes:
+            if not self._holding:
+                self._holding = True
+                self.counters.backlog_waits += 1
+            return True
+        return False
+
     def offer(self, records: list[CaptureRecord], essential: bool = False) -> bool:
-        """Queue all records or none; essential records bypass the size bound."""
+        """Queue all records or none; essential records (and all in lossless mode) bypass
+        the size bound."""
         size = sum(record.size for record in records)
+        bounded = not (essential or self.lossless)
         with self._cond:
-            if self._closing or (not essential and self._queued_bytes + size > self.buffer_bytes):
-                self._count_dropped(records)
+            if self._closing or (bounded and self._queued_bytes + size > self.buffer_bytes):
+                self._count_dropped(records, in_file=False)
                 return False
             self._queue.extend(records)
             self._queued_bytes += size
@@ -150,22 +185,41 @@ class CaptureWriter:
 
     # --- writer thread -------------------------------------------------------------------
 
-    def _count_dropped(self, records: list[CaptureRecord] | deque[CaptureRecord]) -> None:
-        """(with the lock held)"""
+    def _count_dropped(
+        self, records: list[CaptureRecord] | deque[CaptureRecord], in_file: bool = True
+    ) -> None:
+        """(with the lock held) ``in_file``: record the loss in the capture when writes
+        succeed again (records refused by ``offer`` are recorded by their recorder)."""
         self.counters.records_dropped += len(records)
         self.counters.bytes_dropped += sum(record.payload for record in records)
+        if not in_file:
+            return
+        for record in records:
+            if record.payload:
+                lost = self._unrecorded_loss.setdefault(record.flow or "flow=unknown", [0, 0])
+                lost[0] += record.payload
+                lost[1] += 1
+
+    def _release_if_drained(self) -> None:
+        """(with the lock held) Let the proxy read again once half the buffer is free."""
+        if self._holding and self._queued_bytes <= self.buffer_bytes // 2:
+            self._holding = False
+            if self.on_drained is not None:
+                self.on_drained()
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 self._wait_for_work()
                 batch = self._take_batch()
+                self._release_if_drained()
                 done = self._closing and not self._queue
             try:
                 if batch:
                     self._write(batch)
                 if self._rotation_due():
                     self._finish_file()
+                self._sync_if_due()
             except Exception:  # a bug here must not stop capture for good
                 log.exception("capture writer failed on a batch; going on")
                 with self._cond:
@@ -181,12 +235,14 @@ class CaptureWriter:
         Small records are not notified: a wake-up right when a chunk is forwarded would make
         the forwarding thread wait for the GIL on the latency path; a timer tick does not
         coincide with traffic."""
+        tick = min(WAKE_SECONDS, self.flush_seconds)
         while not self._closing and self._queued_bytes < WAKE_BYTES:
             timeout = self._seconds_until_rotation()
             if timeout is not None and timeout <= 0:
                 return
-            self._cond.wait(WAKE_SECONDS if timeout is None else min(timeout, WAKE_SECONDS))
-            if self._queue:
+            self._cond.wait(tick if timeout is None else min(timeout, tick))
+            self._release_if_drained()
+            if self._queue or self._sync_due():
                 return
 
     def _take_batch(self) -> list[CaptureRecord]:
@@ -199,6 +255,23 @@ class CaptureWriter:
             size += record.size
         self._queued_bytes -= size
         return batch
+
+    def _sync_due(self) -> bool:
+        return self._unsynced and (
+            time.monotonic() - self._synced_monotonic >= self.flush_seconds
+        )
+
+    def _sync_if_due(self) -> None:
+        """fdatasync the open file once ``flush_seconds`` have passed since the last one."""
+        f = self._file
+        if f is None or not self._sync_due():
+            return
+        try:
+            os.fdatasync(f.fd)
+        except OSError as exc:
+            self._note_failure(exc)
+        self._synced_monotonic = time.monotonic()
+        self._unsynced = False
 
     def _seconds_until_rotation(self) -> float | None:
         if self._file is None or self.rotation.max_seconds is None:
@@ -235,6 +308,7 @@ class CaptureWriter:
     def _write_chunk(self, chunk: list[CaptureRecord]) -> None:
         if not chunk:
             return
+        self._write_loss_records()
         try:
             self._writev_all(chunk)
         except OSError as exc:
@@ -245,6 +319,30 @@ class CaptureWriter:
         if self._failing:
             self._failing = False
             log.warning("capture writes succeed again in %s", self.out_dir)
+
+    def _write_loss_records(self) -> None:
+        """Capture-loss blocks for payload this writer dropped since it last wrote them, ahead
+        of the records that follow the loss; kept for later if they cannot be written."""
+        with self._cond:
+            if not self._unrecorded_loss:
+                return
+            lost, self._unrecorded_loss = self._unrecorded_loss, {}
+        records = []
+        for flow, (size, count) in lost.items():
+            block = pcapng.capture_loss_block(f"{flow} bytes={size} records={count}"
+                                              " reason=write_failed")
+            records.append(CaptureRecord((block,), len(block)))
+        try:
+            self._writev_all(records)
+        except OSError:
+            with self._cond:
+                for flow, (size, count) in lost.items():
+                    pending = self._unrecorded_loss.setdefault(flow, [0, 0])
+                    pending[0] += size
+                    pending[1] += count
+            return
+        with self._cond:
+            self.counters.loss_records += len(records)
 
     def _salvage(self, chunk: list[CaptureRecord]) -> None:
         """After a failed write keep what still fits, record by record; once one fails, only
@@ -288,6 +386,9 @@ class CaptureWriter:
             raise
         f.size += expected
         f.records += len(chunk)
+        if not self._unsynced:
+            self._unsynced = True
+            self._synced_monotonic = time.monotonic()
         self.counters.file_bytes += expected
 
     def _note_failure(self, exc: OSError) -> None:
@@ -322,6 +423,9 @@ class CaptureWriter:
         if f is None:
             return
         try:
+            if self._unsynced:
+                os.fdatasync(f.fd)
+                self._unsynced = False
             os.close(f.fd)
             os.rename(f.partial, f.final)
         except OSError as exc:

@@ -8,6 +8,7 @@ from struct import Struct
 from pipeline.ingest.decode import PacketDecoder, settle
 from pipeline.ingest.fastpath import decoder_for
 from pipeline.ingest.pcapng_blocks import (
+    CUSTOM_BLOCK_TYPES,
     EPB,
     IDB,
     MAX_BLOCK_LEN,
@@ -113,6 +114,11 @@ def read_pcapng(
                     yield from _slow_packet(
                         buf, off + 28, incl, orig, last_ts, off, decoders[iface_id], stats
                     )
+        elif btype in CUSTOM_BLOCK_TYPES:
+            loss = blocks.capture_loss(off, blen)
+            if loss is not None:
+                stats.note(loss)
+                yield loss
         elif btype == SPB:
             if not interfaces:
                 bad = CaptureAnomaly("unknown_interface", off, "simple packet block before any IDB")

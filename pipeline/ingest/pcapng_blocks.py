@@ -16,6 +16,10 @@ OPB = 2  # obsolete packet block
 SPB = 3
 ISB = 5  # interface statistics block
 EPB = 6
+CUSTOM_BLOCK_TYPES = (0x00000BAD, 0x40000BAD)
+# stomp-capture's record of bytes it forwarded but could not capture (capture/pcapng.py)
+STOMP_CAPTURE_PEN = 32473
+CAPTURE_LOSS_TAG = b"stomp-capture capture_loss "
 RESYNC_NEEDLE_TYPES = (EPB, SPB, IDB, SHB, OPB, ISB)
 MAX_BLOCK_LEN = 1 << 26  # a block claiming more is treated as corrupt, not as a truncated file
 OPT_COMMENT = 1
@@ -242,6 +246,19 @@ class PcapngBlocks:
             if ts_ns is not None:
                 self.last_ts_ns = ts_ns
         return off + blen, anomaly, btype, blen
+
+    def capture_loss(self, off: int, blen: int) -> CaptureAnomaly | None:
+        """A custom block written by stomp-capture where capture data was lost, as a
+        ``capture_loss`` anomaly (connection, direction, sequence, bytes in the detail)."""
+        if blen < 16 + len(CAPTURE_LOSS_TAG):
+            return None
+        if Struct(self.order + "I").unpack_from(self.buf, off + 8)[0] != STOMP_CAPTURE_PEN:
+            return None
+        data = bytes(self.buf[off + 12 : off + blen - 4]).rstrip(b"\0")
+        if not data.startswith(CAPTURE_LOSS_TAG):
+            return None
+        detail = data[len(CAPTURE_LOSS_TAG) :].decode("utf-8", "replace")
+        return CaptureAnomaly("capture_loss", off, detail)
 
     def packet_fields(
         self, off: int, btype: int, blen: int

@@ -15,6 +15,7 @@ from typing import Any
 from capture.config import ClientTls, HostPort, ListenerConfig, ProxyConfig, UpstreamTls
 from capture.proxy import CaptureProxy
 from capture.writer import CaptureWriter
+from pipeline.ingest import CaptureAnomaly, CaptureReader
 from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segment
 
 LOOPBACK_ANY_PORT = HostPort("127.0.0.1", 0)
@@ -63,8 +64,24 @@ def reassemble_captures(paths: Iterable[Path]) -> list[CapturedConnection]:
             captured = by_id[event.connection.connection_id]
             captured.client_end = event.connection.client_end
             captured.server_end = event.connection.server_end
-    assert reassembly.anomalies == []
+    assert [a for _, a in reassembly.anomalies if a.kind != "capture_loss"] == []
     return order
+
+
+def capture_losses(paths: Iterable[Path]) -> list[CaptureAnomaly]:
+    """The capture-loss records of the files, as the pipeline's reader reports them."""
+    losses = []
+    for path in paths:
+        with CaptureReader(str(path)) as reader:
+            losses += [
+                item for item in reader
+                if isinstance(item, CaptureAnomaly) and item.kind == "capture_loss"
+            ]
+    return losses
+
+
+def loss_fields(anomaly: CaptureAnomaly) -> dict[str, str]:
+    return dict(field.partition("=")[::2] for field in anomaly.detail.split())
 
 
 @dataclass(slots=True)

@@ -627,7 +627,10 @@ def test_the_open_files_limit_is_raised_for_many_clients(tmp_path: Path) -> None
         [line] = [line for line in limits.splitlines() if line.startswith("Max open files")]
         soft_now, hard_now = line.split()[3:5]
         assert soft_now == hard_now != "64"
-        assert any("open files limit" in line for line in proxy.lines)
+        deadline = time.monotonic() + 5  # logged just after the listening line
+        while not any("open files limit" in line for line in proxy.lines):
+            assert time.monotonic() < deadline, proxy.lines
+            time.sleep(0.01)
         for _ in range(100):
             clients.enter_context(socket.create_connection(("127.0.0.1", proxy.port)))
         proxy.wait_for(lambda s: s.get("connections_open") == 100)

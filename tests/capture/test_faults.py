@@ -22,7 +22,7 @@ import pytest
 from capture.config import HostPort
 from capture.writer import PARTIAL_SUFFIX, CaptureRecord, CaptureWriter
 from tests.capture.aio_stomp import AioStompClient, StompError
-from tests.capture.harness import proxied, reassemble_captures
+from tests.capture.harness import capture_losses, loss_fields, proxied, reassemble_captures
 from tests.capture.test_cli import HashingRelay, capture_proxy
 from tests.support.brokers import Broker, free_port, running_broker
 
@@ -185,6 +185,12 @@ def test_a_slow_disk_loses_capture_not_traffic(
     assert not list(tmp_path.glob("*" + PARTIAL_SUFFIX))
     [conn] = reassemble_captures([path])
     assert conn.gaps and sum(size for _, _, size in conn.gaps) == counted.bytes_dropped
+    # each gap is recorded in the file as capture loss, with its connection and direction
+    losses = [loss_fields(loss) for loss in capture_losses([path])]
+    assert sum(int(loss["bytes"]) for loss in losses) == counted.bytes_dropped
+    assert {loss["client"] for loss in losses} == {f"127.0.0.1:{client.local_port}"}
+    assert {loss["direction"] for loss in losses} <= {"client_to_server", "server_to_client"}
+    assert all(loss["reason"] == "buffer_full" for loss in losses)
     assert client.sent.data is not None and client.received.data is not None
     for from_client, offset, size in conn.gaps:
         original = client.sent.data if from_client else client.received.data
@@ -192,3 +198,41 @@ def test_a_slow_disk_loses_capture_not_traffic(
     assert bytes(conn.sent) == client.sent.data[: len(conn.sent)]
     assert bytes(conn.received) == client.received.data[: len(conn.received)]
     assert (conn.client_end, conn.server_end) != ("none", "none")
+
+
+def test_a_slow_disk_in_lossless_mode_slows_traffic_and_loses_nothing(
+    activemq: Broker, tmp_path: Path, run: Callable
+) -> None:
+    """With lossless capture the proxy stops reading while the writer is behind: the exchange
+    goes at the disk's pace, every byte both ways is in the capture, nothing is dropped."""
+    bodies = _bodies(100, 32 << 10)
+    relay = HashingRelay(activemq.address)
+    writer = SlowDiskWriter(tmp_path, buffer_bytes=1 << 20, lossless=True)
+
+    async def main() -> tuple[AioStompClient, list[bytes], int, list[Path]]:
+        async with proxied(None, HostPort(*relay.address), writer=writer) as p:
+            client = await _client(activemq, p.port, keep_bytes=True)
+            await client.subscribe("/queue/slow-disk-lossless")
+
+            async def produce() -> None:
+                for body in bodies:
+                    await client.send("/queue/slow-disk-lossless", body)
+
+            _, received = await asyncio.gather(produce(), client.receive_messages(len(bodies)))
+            await client.disconnect()
+            await asyncio.sleep(0.1)
+            counters = p.proxy.counters
+            forwarded = counters.bytes_client_to_server + counters.bytes_server_to_client
+            return client, received, forwarded, await p.stop()
+
+    client, received, forwarded, files = run(main())
+    assert received == bodies
+    assert relay.hashes() == [(client.sent.sha256, client.received.sha256)]
+    relay.close()
+    counted = writer.counters
+    assert counted.backlog_waits > 0  # the writer was behind and forwarding waited for it
+    assert counted.bytes_dropped == 0 and counted.bytes_captured == forwarded
+    [conn] = reassemble_captures(files)
+    assert conn.gaps == [] and capture_losses(files) == []
+    assert bytes(conn.sent) == client.sent.data
+    assert bytes(conn.received) == client.received.data

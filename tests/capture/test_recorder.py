@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from capture.masking import PasscodeMasker
 from capture.recorder import STILL_OPEN_COMMENT, ConnectionRecorder
 from capture.tcp_synth import Endpoint, Side
 from capture.writer import CaptureWriter
-from pipeline.ingest import ACK, FIN, PSH, RST, SYN, CaptureReader, TcpPacket
+from pipeline.ingest import ACK, FIN, PSH, RST, SYN, CaptureAnomaly, CaptureReader, TcpPacket
 
 CLIENT = Endpoint.of("127.0.0.1", 45000)
 SERVER = Endpoint.of("127.0.0.2", 61613)
@@ -113,3 +114,40 @@ def test_masking_keeps_lengths_and_times(tmp_path: Path) -> None:
     assert client[:2] == [(10, 1, masked[:30]), (11, 31, masked[30:])]
     assert client[2][2].endswith(b"passcode:body-is-not-masked\n\n\0")
     assert client[2][1] == 1 + len(connect)
+
+
+def test_bytes_the_sink_had_no_room_for_are_recorded_where_they_went_missing(
+    tmp_path: Path,
+) -> None:
+    """In drop mode a full buffer costs capture data: the gap is in the sequence numbers and
+    a capture-loss block just before the data resumes names the connection, the direction,
+    where the gap starts and how many bytes it holds; the pipeline's reader reports it."""
+    writer = CaptureWriter(tmp_path, buffer_bytes=3_000)  # started later: nothing drains yet
+    rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(1000, 5000))
+    rec.opened(10, 11)
+    rec.data(Side.CLIENT, 12, b"a" * 1000)  # fits
+    rec.data(Side.CLIENT, 13, b"b" * 2500)  # no room: lost
+    rec.data(Side.CLIENT, 14, b"c" * 1700)  # no room: lost, the same gap
+    writer.start()
+    deadline = time.monotonic() + 5
+    while writer._queued_bytes:  # let the writer drain the buffer
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    rec.data(Side.CLIENT, 15, b"d" * 10)
+    rec.fin(Side.CLIENT, 16)
+    writer.close()
+    assert writer.counters.bytes_dropped == 4200
+    [path] = writer.files
+    with CaptureReader(str(path)) as reader:
+        items = list(reader)
+    [loss] = [item for item in items if isinstance(item, CaptureAnomaly)]
+    assert loss.kind == "capture_loss"
+    assert loss.detail == (
+        "client=127.0.0.1:45000 server=127.0.0.2:61613 direction=client_to_server"
+        " seq=2001 bytes=4200 ts_ns=13 reason=buffer_full"
+    )
+    packets = [item for item in items if isinstance(item, TcpPacket)]
+    before = [p for p in packets if p.record_offset < loss.offset]
+    after = [p for p in packets if p.record_offset > loss.offset]
+    assert [p.payload_len for p in before] == [0, 0, 0, 1000]
+    assert [(p.seq, p.payload_len) for p in after][0] == (2001 + 4200, 10)

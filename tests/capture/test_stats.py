@@ -9,7 +9,8 @@ def test_stats_line_round_trips() -> None:
     proxy = ProxyCounters(connections_open=2, connections_total=9, bytes_client_to_server=10,
                           bytes_server_to_client=20, upstream_failures=1,
                           connections_left_open=6)
-    writer = WriterCounters(bytes_captured=25, bytes_dropped=5, files_written=3, write_errors=4)
+    writer = WriterCounters(bytes_captured=25, bytes_dropped=5, files_written=3, write_errors=4,
+                            backlog_waits=7)
     line = StatsSnapshot.take(proxy, writer).line("summary")
     assert line.startswith("summary ")
     assert parse_stats_line(line) == {
@@ -23,6 +24,7 @@ def test_stats_line_round_trips() -> None:
         "upstream_failures": 1,
         "write_errors": 4,
         "connections_left_open": 6,
+        "backlog_waits": 7,
     }
 
 
