@@ -1,108 +1,188 @@
-"""Mask the ``passcode`` header of a client's CONNECT/STOMP frame in the captured copy.
+"""Mask ``passcode`` header values of CONNECT/STOMP frames in the captured copy of a stream.
 
-Sans-IO chunk filter for the client -> broker direction. Chunks are held back (each with its
-own read time) until the project's STOMP decoder has framed the first frame; passcode values
-in it are then overwritten with same-length filler, so sequence numbers and frame lengths in
-the capture stay exactly those of the traffic. Everything after the first frame passes
-through untouched. The forwarded bytes are never changed: only the capture copy is.
+Sans-IO chunk filter, streaming: every chunk is masked in place and handed back at once with
+its own read time and length, so sequence numbers, segment sizes and frame lengths in the
+capture stay exactly those of the traffic, and nothing is held back whatever the size of a
+frame. The forwarded bytes are never changed: only the capture copy is.
+
+The filter follows STOMP framing across the whole stream (EOLs between frames, command line,
+header lines up to a blank line, a body of ``content-length`` bytes or up to NUL) and masks,
+in every frame whose command could be read as CONNECT or STOMP, the value of every header
+whose name could be read as ``passcode``. It errs on the side of masking, as brokers differ:
+- command: surrounding whitespace ignored, any case, and anything that starts with CONNECT or
+  STOMP (ActiveMQ dispatches on ``startsWith``);
+- header name: escapes decoded (``\\c`` ``\\\\`` ``\\n`` ``\\r`` ``\\t``, and ``\\x`` read as
+  ``x``), whitespace anywhere dropped (STOMP 1.0 servers trim), any case, and any name that
+  contains ``passcode``; a name longer than MAX_NAME bytes is masked too;
+- value: everything after the first colon up to LF (a CR before the LF is kept unless it is
+  the last byte of a chunk: then it is masked, as it may belong to the value).
 """
 
 from __future__ import annotations
 
-import logging
-
-from pipeline.stomp import Decoder, Frame
-
-log = logging.getLogger(__name__)
+import re
+from enum import Enum
 
 FILLER = ord("*")
-CONNECT_COMMANDS = frozenset({"CONNECT", "STOMP"})
-HOLD_LIMIT = 64 << 10
-_NAME = b"passcode"
+CONNECT_PREFIXES = (b"CONNECT", b"STOMP")
+MAX_NAME = 1024  # a longer header name is not looked at: its value is masked
+MAX_COMMAND = 64  # a longer command line is not CONNECT or STOMP to any broker
+_NAME_END = re.compile(rb"[:\n\0]")
+_ESCAPE = re.compile(rb"\\(.)", re.DOTALL)
+_ESCAPED = {b"c": b":", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"\\": b"\\"}
+_WHITESPACE = re.compile(rb"\s+")
 
 
-def mask_passcode_lines(buf: bytearray, start: int = 0, end: int | None = None) -> int:
-    """Overwrite ``passcode:`` header values in the head of the frame at ``buf[start:end]``;
-    returns how many were masked. Stops at the blank line (or NUL) that ends the headers."""
-    end = len(buf) if end is None else end
-    pos = start
-    while pos < end and buf[pos] in b"\r\n":
-        pos += 1  # EOLs before the command line
-    first = True
-    masked = 0
-    while pos < end:
-        eol = buf.find(b"\n", pos, end)
-        line_end = end if eol < 0 else eol
-        value_end = line_end - 1 if line_end > pos and buf[line_end - 1] == 0x0D else line_end
-        if value_end == pos or b"\0" in buf[pos:line_end]:
-            break
-        if not first:
-            colon = buf.find(b":", pos, value_end)
-            if colon > 0 and buf[pos:colon].strip().lower() == _NAME:
-                buf[colon + 1 : value_end] = bytes([FILLER]) * (value_end - colon - 1)
-                masked += 1
-        first = False
-        if eol < 0:
-            break
-        pos = eol + 1
-    return masked
+def is_passcode_name(name: bytes) -> bool:
+    """Whether a broker could read this raw header name as ``passcode`` (erring on yes)."""
+    decoded = _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), name)
+    return b"passcode" in _WHITESPACE.sub(b"", decoded).lower()
+
+
+def is_connect_command(line: bytes) -> bool:
+    return line.strip().upper().startswith(CONNECT_PREFIXES)
+
+
+class State(Enum):
+    BETWEEN = "between frames"  # EOLs (heart-beats) until a command starts
+    COMMAND = "command line"
+    NAME = "header name"
+    VALUE = "header value"  # passed through
+    MASKED_VALUE = "passcode value"
+    LENGTH_VALUE = "content-length value"
+    BODY_LENGTH = "body of content-length bytes"
+    BODY_END = "NUL after a content-length body"
+    BODY_NUL = "body up to NUL"
 
 
 class PasscodeMasker:
-    """ChunkFilter: ``feed`` returns the (time, bytes) pieces ready to capture."""
+    """ChunkFilter: ``feed`` returns the (time, bytes) pieces to capture, one per chunk."""
 
-    __slots__ = ("_decoder", "_held", "_held_size", "_passing")
+    __slots__ = ("_state", "_text", "_connect", "_content_length", "_remaining", "masked")
 
     def __init__(self) -> None:
-        self._decoder: Decoder | None = Decoder("1.2", lenient=True)
-        self._held: list[tuple[int, bytes]] = []
-        self._held_size = 0
-        self._passing = False
+        self._state = State.BETWEEN
+        self._text = bytearray()  # command line, header name or content-length value so far
+        self._connect = False  # the current frame is CONNECT/STOMP
+        self._content_length: int | None = None
+        self._remaining = 0
+        self.masked = 0  # passcode values masked (counted when their masking starts)
 
     def feed(self, ts_ns: int, data: bytes) -> list[tuple[int, bytes]]:
-        if self._passing:
+        if self._state is State.BODY_LENGTH and len(data) <= self._remaining:
+            self._remaining -= len(data)  # the bulk case: a chunk inside a body
+            if not self._remaining:
+                self._state = State.BODY_END
             return [(ts_ns, data)]
-        self._held.append((ts_ns, data))
-        self._held_size += len(data)
-        frame = self._first_frame(data)
-        if frame is not None:
-            return self._release(frame)
-        if self._held_size > HOLD_LIMIT or (self._decoder is None and self._head_complete()):
-            return self._release(None)
-        return []
-
-    def _first_frame(self, data: bytes) -> Frame | None:
-        if self._decoder is None:
-            return None
-        try:
-            self._decoder.feed(data)
-            events = self._decoder.events()
-        except Exception:  # a decoder fault must not cost the capture: mask by line instead
-            log.exception("STOMP decoder failed while looking for CONNECT; masking by line")
-            self._decoder = None
-            return None
-        return next((event for event in events if isinstance(event, Frame)), None)
-
-    def _head_complete(self) -> bool:
-        held = b"".join(data for _, data in self._held).lstrip(b"\r\n")
-        return b"\n\n" in held or b"\n\r\n" in held or b"\0" in held
+        buf: bytearray | None = None
+        pos, size = 0, len(data)
+        while pos < size:
+            state = self._state
+            if state is State.MASKED_VALUE:
+                eol = data.find(b"\n", pos)
+                end = size if eol < 0 else eol
+                if eol > pos and data[eol - 1] == 0x0D:
+                    end -= 1
+                if end > pos:
+                    if buf is None:
+                        buf = bytearray(data)
+                    buf[pos:end] = bytes([FILLER]) * (end - pos)
+                if eol < 0:
+                    return [(ts_ns, bytes(buf) if buf is not None else data)]
+                pos = eol + 1
+                self._start_name()
+            else:
+                pos = self._step(state, data, pos, size)
+        return [(ts_ns, bytes(buf) if buf is not None else data)]
 
     def flush(self) -> list[tuple[int, bytes]]:
-        """Release what is held (at end of stream), masking what looks like a passcode."""
-        return [] if self._passing else self._release(None)
+        return []
 
-    def _release(self, frame: Frame | None) -> list[tuple[int, bytes]]:
-        """Mask the held bytes and hand them out with their read times; pass from now on."""
-        self._passing = True
-        held, self._held = self._held, []
-        buf = bytearray(b"".join(data for _, data in held))
-        if frame is None:
-            mask_passcode_lines(buf)
-        elif frame.command.upper() in CONNECT_COMMANDS:
-            mask_passcode_lines(buf, frame.start, min(frame.end, len(buf)))
-        out: list[tuple[int, bytes]] = []
-        pos = 0
-        for ts_ns, data in held:
-            out.append((ts_ns, bytes(buf[pos : pos + len(data)])))
-            pos += len(data)
-        return out
+    def _start_name(self) -> None:
+        self._state = State.NAME
+        self._text.clear()
+
+    def _step(self, state: State, data: bytes, pos: int, size: int) -> int:
+        """Advance over unmasked bytes from ``pos``; returns the new position."""
+        if state is State.BETWEEN:
+            while pos < size and data[pos] in b"\r\n\0":
+                pos += 1
+            if pos < size:
+                self._state = State.COMMAND
+                self._text.clear()
+                self._content_length = None
+            return pos
+        if state is State.COMMAND:
+            eol = data.find(b"\n", pos)
+            end = size if eol < 0 else eol
+            if len(self._text) < MAX_COMMAND:
+                self._text += data[pos : min(end, pos + MAX_COMMAND)]
+            if eol < 0:
+                return size
+            self._connect = is_connect_command(self._text)
+            self._start_name()
+            return eol + 1
+        if state is State.NAME:
+            return self._name(data, pos, size)
+        if state in (State.VALUE, State.LENGTH_VALUE):
+            eol = data.find(b"\n", pos)
+            end = size if eol < 0 else eol
+            if state is State.LENGTH_VALUE and len(self._text) < 32:
+                self._text += data[pos:end]
+            if eol < 0:
+                return size
+            if state is State.LENGTH_VALUE:
+                value = bytes(self._text).strip()
+                if value.isdigit():
+                    self._content_length = int(value)
+            self._start_name()
+            return eol + 1
+        if state is State.BODY_LENGTH:
+            take = min(self._remaining, size - pos)
+            self._remaining -= take
+            if not self._remaining:
+                self._state = State.BODY_END
+            return pos + take
+        if state is State.BODY_END:
+            if data[pos] == 0:
+                self._state = State.BETWEEN
+                return pos + 1
+            self._state = State.BODY_NUL  # not where content-length said: read up to NUL
+            return pos
+        nul = data.find(b"\0", pos)  # BODY_NUL
+        if nul < 0:
+            return size
+        self._state = State.BETWEEN
+        return nul + 1
+
+    def _name(self, data: bytes, pos: int, size: int) -> int:
+        match = _NAME_END.search(data, pos)
+        end = size if match is None else match.start()
+        if len(self._text) <= MAX_NAME:
+            self._text += data[pos : min(end, pos + MAX_NAME + 1)]
+        if match is None:
+            return size
+        found = data[end]
+        if found == 0x3A:  # ":"
+            name = bytes(self._text)
+            if self._connect and (len(name) > MAX_NAME or is_passcode_name(name)):
+                self._state = State.MASKED_VALUE
+                self.masked += 1
+            elif self._content_length is None and name.strip().lower() == b"content-length":
+                self._state = State.LENGTH_VALUE
+                self._text.clear()
+            else:
+                self._state = State.VALUE
+        elif found == 0x0A:  # "\n": a blank line ends the headers; a line without colon is
+            if self._text.rstrip(b"\r"):  # skipped
+                self._text.clear()
+            elif self._content_length is not None:
+                self._state = State.BODY_LENGTH
+                self._remaining = self._content_length
+                if not self._remaining:
+                    self._state = State.BODY_END
+            else:
+                self._state = State.BODY_NUL
+        else:  # NUL: the frame ends without a body
+            self._state = State.BETWEEN
+        return end + 1
