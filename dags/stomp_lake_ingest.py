@@ -29,13 +29,13 @@ if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
 from stomp_lake_dags.assets import TABLES_ALIAS
-from stomp_lake_dags.settings import retries_from_env, schedule_from_env
+from stomp_lake_dags.settings import retries_from_env, retry_delay_from_env, schedule_from_env
 
 TABLES = AssetAlias(name=TABLES_ALIAS)
 
 DEFAULT_ARGS: dict[str, Any] = {
     "retries": retries_from_env(3),
-    "retry_delay": timedelta(minutes=1),
+    "retry_delay": timedelta(seconds=retry_delay_from_env(60)),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=30),
 }
@@ -86,10 +86,16 @@ def stomp_lake_ingest() -> None:
         from stomp_lake_dags import commands
         from stomp_lake_dags.airflow_settings import current_settings
         from stomp_lake_dags.captures import interval_batch_id
+        from stomp_lake_dags.settings import take_failpoint
 
         assert data_interval_start is not None
+        settings = current_settings()
         batch_id = interval_batch_id("ivl", data_interval_start, datetime.now(UTC))
-        return commands.ingest(current_settings(), found["files"], batch_id, found["listed_at"])
+        kill_at = take_failpoint(settings)
+        if kill_at:
+            print(f"failpoint {kill_at}: this attempt's stomp-lake run will be killed there")
+        files, listed_at = found["files"], found["listed_at"]
+        return commands.ingest(settings, files, batch_id, listed_at, kill_at)
 
     @task(outlets=[TABLES])
     def publish(

@@ -32,13 +32,13 @@ if str(Path(__file__).parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).parent))
 
 from stomp_lake_dags.assets import TABLES_ALIAS
-from stomp_lake_dags.settings import retries_from_env, schedule_from_env
+from stomp_lake_dags.settings import retries_from_env, retry_delay_from_env, schedule_from_env
 
 TABLES = AssetAlias(name=TABLES_ALIAS)
 
 DEFAULT_ARGS: dict[str, Any] = {
     "retries": retries_from_env(2),
-    "retry_delay": timedelta(minutes=5),
+    "retry_delay": timedelta(seconds=retry_delay_from_env(300)),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(hours=1),
 }

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from stomp_lake_dags.settings import MAINTAIN_SCRIPT, Settings
 
+KILL_AT_ENV = "STOMP_LAKE_KILL_AT"  # pipeline/lake/failpoints.py (not imported: no pipeline here)
+
 
 def shell(*commands: Sequence[str]) -> str:
     """The commands joined by `&&`, each echoed first so the task log shows what ran."""
@@ -26,10 +28,18 @@ def maintain(settings: Settings, *arguments: str) -> list[str]:
     ]  # fmt: skip
 
 
-def ingest(settings: Settings, files: Sequence[str], batch_id: str, listed_at: str) -> str:
+def ingest(
+    settings: Settings,
+    files: Sequence[str],
+    batch_id: str,
+    listed_at: str,
+    kill_at: str | None = None,
+) -> str:
     """`stomp-lake run` over the files, then the ledger check whose report (the last line)
-    says which batches committed them since `listed_at`, the time the files were listed."""
+    says which batches committed them since `listed_at`, the time the files were listed.
+    `kill_at`: a pipeline failpoint that kills this run (`STOMP_LAKE_KILL_AT`, tests only)."""
     run = [
+        *(["env", f"{KILL_AT_ENV}={kill_at}"] if kill_at else []),
         str(settings.stomp_lake_bin), "run",
         "--input", *files,
         "--lake", str(settings.lake),

@@ -46,6 +46,7 @@ class Settings:
     capture_retention_days: float
     capture_retention_action: str
     capture_archive_dir: Path | None
+    failpoint_file: Path | None = None
 
 
 def variable_name(key: str) -> str:
@@ -89,6 +90,33 @@ def retries_from_env(default: int, environ: Mapping[str, str] | None = None) -> 
     return int(value) if value is not None and value.isdigit() else default
 
 
+def retry_delay_from_env(default_seconds: float, environ: Mapping[str, str] | None = None) -> float:
+    """Seconds before a task's first retry (parse time): `STOMP_LAKE_TASK_RETRY_DELAY_SECONDS`."""
+    value = env_lookup(environ)("task_retry_delay_seconds")
+    try:
+        seconds = float(value) if value is not None else default_seconds
+    except ValueError:
+        return default_seconds
+    return seconds if seconds >= 0 else default_seconds
+
+
+def take_failpoint(settings: Settings) -> str | None:
+    """The pipeline failpoint (`STOMP_LAKE_KILL_AT` value) for this ingestion attempt, once.
+
+    For testing recovery under a real scheduler: when the `failpoint_file` setting names a file
+    that exists, its content (e.g. `lake.committed`) is returned and the file removed, so the
+    attempt that took it is killed there and its retry runs normally."""
+    path = settings.failpoint_file
+    if path is None:
+        return None
+    try:
+        spec = path.read_text().strip()
+        path.unlink()
+    except FileNotFoundError:
+        return None
+    return spec or None
+
+
 def master_from_connection(host: str | None, port: int | None) -> str:
     """The Spark master URL an Airflow Connection describes.
 
@@ -129,6 +157,7 @@ def load_settings(lookup: Lookup, spark_master: str | None = None) -> Settings:
         capture_retention_days=reader.number("capture_retention_days", 30.0),
         capture_retention_action=reader.choice("capture_retention", RETENTION_ACTIONS, "keep"),
         capture_archive_dir=reader.optional_path("capture_archive_dir"),
+        failpoint_file=reader.optional_path("failpoint_file"),
     )
     if settings.capture_retention_action == "move" and settings.capture_archive_dir is None:
         raise SettingsError(

@@ -66,3 +66,11 @@ def test_each_command_is_echoed_then_run_and_stops_at_the_first_failure(tmp_path
     assert done.returncode == 1
     assert done.stdout == "+ false\n"
     assert not marker.exists()
+
+
+def test_a_failpoint_runs_only_the_pipeline_under_stomp_lake_kill_at() -> None:
+    files = ["/data/captures/a.pcap"]
+    script = commands.ingest(SETTINGS, files, "ivl-1", "2026-11-20T10:00:01+00:00", "lake.placed")
+    run, check = steps(script)
+    assert run[:3] == ["env", "STOMP_LAKE_KILL_AT=lake.placed", "/opt/pipeline/bin/stomp-lake"]
+    assert check[0] == "/opt/pipeline/bin/python"

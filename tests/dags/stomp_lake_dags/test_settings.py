@@ -11,7 +11,9 @@ from stomp_lake_dags.settings import (
     load_settings,
     master_from_connection,
     retries_from_env,
+    retry_delay_from_env,
     schedule_from_env,
+    take_failpoint,
 )
 
 BASE = {"STOMP_LAKE_CAPTURE_DIR": "/data/captures", "STOMP_LAKE_LAKE": "/data/lake"}
@@ -128,3 +130,20 @@ def test_retries_come_from_the_environment() -> None:
     assert retries_from_env(3, {}) == 3
     assert retries_from_env(3, {"STOMP_LAKE_TASK_RETRIES": "0"}) == 0
     assert retries_from_env(3, {"STOMP_LAKE_TASK_RETRIES": "many"}) == 3
+
+
+def test_retry_delay_from_the_environment() -> None:
+    assert retry_delay_from_env(60, {}) == 60
+    assert retry_delay_from_env(60, {"STOMP_LAKE_TASK_RETRY_DELAY_SECONDS": "2.5"}) == 2.5
+    assert retry_delay_from_env(60, {"STOMP_LAKE_TASK_RETRY_DELAY_SECONDS": "soon"}) == 60
+    assert retry_delay_from_env(60, {"STOMP_LAKE_TASK_RETRY_DELAY_SECONDS": "-1"}) == 60
+
+
+def test_a_failpoint_file_is_taken_once(tmp_path: Path) -> None:
+    failpoint = tmp_path / "failpoint"
+    settings = load_settings(env_lookup({**BASE, "STOMP_LAKE_FAILPOINT_FILE": str(failpoint)}))
+    assert take_failpoint(settings) is None  # no file: no failpoint
+    failpoint.write_text("lake.committed\n")
+    assert take_failpoint(settings) == "lake.committed"
+    assert not failpoint.exists() and take_failpoint(settings) is None
+    assert take_failpoint(load_settings(env_lookup(BASE))) is None
