@@ -138,11 +138,12 @@ class Half(asyncio.Protocol):
         self.relay.peer(self).read_if_allowed()
 
     def read_if_allowed(self) -> None:
-        """Resume reading unless the peer's buffer is full, the capture is held, or (for the
-        client) the upstream connection is not made yet."""
+        """Resume reading unless the peer sent FIN, the peer's buffer is full, the capture is
+        held, or (for the client) the upstream connection is not made yet."""
         relay = self.relay
         if (
             self.usable
+            and not self.eof  # resuming after EOF would report the EOF again
             and not relay.peer(self).full
             and not relay.proxy.reading_held
             and not (self.side is Side.CLIENT and not relay.established)

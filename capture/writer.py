@@ -205,7 +205,10 @@ class CaptureWriter:
         if self._holding and self._queued_bytes <= self.buffer_bytes // 2:
             self._holding = False
             if self.on_drained is not None:
-                self.on_drained()
+                try:
+                    self.on_drained()
+                except RuntimeError:  # the proxy's event loop is gone: nobody to wake
+                    log.debug("capture drained after the proxy stopped")
 
     def _run(self) -> None:
         while True:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.brokers import activemq  # noqa: F401  (session fixture)
+from tests.support.brokers import activemq, rabbitmq  # noqa: F401  (session fixtures)
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])

@@ -8,7 +8,10 @@ from capture.config import (
     ClientTls,
     ConfigError,
     HostPort,
+    ProxyConfig,
     UpstreamTls,
+    parse_capture_mode,
+    parse_flush_seconds,
     parse_host_port,
     parse_mode,
     parse_size,
@@ -118,3 +121,18 @@ def test_bad_config_files(tmp_path: Path, content: str, message: str) -> None:
         settings_from_toml(path)
     with pytest.raises(ConfigError, match="cannot read"):
         settings_from_toml(tmp_path / "missing.toml")
+
+
+def test_capture_mode_and_flush_interval(tmp_path: Path) -> None:
+    assert parse_capture_mode("lossless") is True and parse_capture_mode("drop") is False
+    with pytest.raises(ConfigError, match="lossless or drop"):
+        parse_capture_mode("fast")
+    assert parse_flush_seconds("0.25") == 0.25
+    for bad in ("0", "-1", "x", "4000"):
+        with pytest.raises(ConfigError):
+            parse_flush_seconds(bad)
+    config = tmp_path / "proxy.toml"
+    config.write_text('capture_mode = "drop"\nflush_seconds = 0.5\n')
+    assert settings_from_toml(config) == {"listeners": (), "lossless": False, "flush_seconds": 0.5}
+    defaults = ProxyConfig(listeners=(), out_dir=None)
+    assert defaults.lossless and defaults.flush_seconds <= 1.0
