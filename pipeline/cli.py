@@ -10,9 +10,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import NoReturn
 
+from pipeline.commands.options import (
+    add_inputs,
+    add_lake,
+    add_spark,
+    add_verbosity,
+    version,
+)
 from pipeline.errors import StompLakeError
-from pipeline.spark.session import DEFAULT_MASTER
 
+DEFAULT_BROKER_PORTS = (61613, 61614)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
 
@@ -44,10 +51,8 @@ def _ports(text: str) -> tuple[int, ...]:
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, type=Path, help="lake root directory")
-    parser.add_argument(
-        "--master", default=DEFAULT_MASTER, help="Spark master URL (default %(default)s)"
-    )
+    add_lake(parser)
+    add_spark(parser)
     parser.add_argument(
         "--batch-id",
         help="batch id (default: derived from the new files: a re-run of them is the same batch)",
@@ -55,7 +60,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--body",
         type=_body_mode,
-        default=("hash", 0),
+        default="hash",
         metavar="hash|preview:N|full",
         help="body kept: sha256 and length only (default), the first N bytes, or all",
     )
@@ -68,8 +73,10 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--broker-ports",
         type=_ports,
-        default=(61613, 61614),
-        help="broker ports, for connections whose handshake was not captured (default %(default)s)",
+        default=",".join(map(str, DEFAULT_BROKER_PORTS)),
+        metavar="PORT,PORT",
+        help="broker ports, for connections whose handshake was not captured "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--open-connections",
@@ -112,35 +119,81 @@ def _plugin(name: str) -> ModuleType | None:
         return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stomp-lake", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def exit_codes_epilog(codes: Sequence[int]) -> str:
+    return "exit codes:\n" + "\n".join(f"  {code}  {EXIT_CODES[code]}" for code in codes)
 
-    run = sub.add_parser("run", help="ingest capture files into the lake's Delta tables")
-    run.add_argument(
-        "--input",
-        nargs="+",
-        required=True,
-        type=Path,
-        metavar="PATH",
-        help="capture files or directories (searched recursively for .pcap/.pcapng/.cap)",
+
+# The exit codes each command can end with (1 also for any failure nobody foresaw).
+COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
+    "run": (0, 1, 2, 3, 4),
+    "demo": (0, 1, 3, 4),
+    "tables": (0, 1),
+    "quarantine": (0, 1, 2, 3),
+    "sql": (0, 1, 2),
+    "audit": (0, 1, 2),
+    "report": (0, 1, 2),
+}
+
+RUN_DESCRIPTION = """\
+Ingest capture files (pcap or pcapng: the capture proxy's, or tcpdump/dumpcap rotation) into the
+lake's Delta tables. Only files the lake's ledger has not seen are read; a connection still open
+at the end is carried to the next run. The batch is validated before anything is committed; a
+batch that fails is quarantined (see `stomp-lake quarantine`). Files that are not captures are
+listed in the summary and left for the next run."""
+
+
+def _command(
+    sub: argparse._SubParsersAction, name: str, help_text: str, description: str | None = None
+) -> argparse.ArgumentParser:
+    parser = sub.add_parser(
+        name,
+        help=help_text,
+        description=description or help_text,
+        epilog=exit_codes_epilog(COMMAND_EXIT_CODES[name]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_verbosity(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stomp-lake",
+        description="STOMP traffic capture files -> Delta tables on Spark; SQL, audits and\n"
+        "reports over them. `stomp-lake COMMAND --help` for each command.",
+        epilog=exit_codes_epilog(sorted(EXIT_CODES)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"stomp-lake {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = _command(
+        sub, "run", "ingest capture files into the lake's Delta tables", RUN_DESCRIPTION
+    )
+    add_inputs(run)
     _add_run_options(run)
 
-    demo = sub.add_parser("demo", help="run the main job over the bundled sample captures")
+    demo = _command(sub, "demo", "run the main job over the bundled sample captures")
     demo.add_argument(
         "--lake", type=Path, default=Path("work/lake"), help="lake root (default %(default)s)"
     )
-    demo.add_argument("--master", default=DEFAULT_MASTER)
+    add_spark(demo)
 
-    tables = sub.add_parser("tables", help="list the lake's tables with versions and row counts")
-    tables.add_argument("--lake", required=True, type=Path)
+    tables = _command(sub, "tables", "list the lake's tables with versions and row counts")
+    add_lake(tables)
 
     for name, (_, help_text) in PLUGIN_COMMANDS.items():
         module = _plugin(name)
         if module is not None:
-            module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+            module.add_arguments(_command(sub, name, help_text, _description(module, help_text)))
     return parser
+
+
+def _description(module: ModuleType, fallback: str) -> str:
+    """A command module's docstring without its first words (the command's name)."""
+    doc = (module.__doc__ or "").strip()
+    first, _, rest = doc.partition(": ")
+    return (rest if first.startswith("`stomp-lake") else doc) or fallback
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -176,8 +229,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             str(args.lake),
             "--master",
             args.master,
+            "--driver-memory",
+            args.driver_memory,
+            *[f"--conf={key}={value}" for key, value in args.conf],
             "--open-connections",
             "close",
+            *(["-q"] if args.quiet else ["-v"] * args.verbose),
         ]
         return run_from_args(build_parser().parse_args(argv2), demo=True)
     return run_from_args(args)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from pipeline.lake.fingerprint import FileFingerprint
 from pipeline.lake.orphans import cleanup_lake
 from pipeline.lake.staged_tables import commit_tables, discard_tables, stage_tables
 from pipeline.session import ModelOptions
+from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, SparkSettings
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
@@ -35,6 +35,9 @@ class RunConfig:
     inputs: list[Path]
     lake: Path
     master: str = "local[*]"
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    verbosity: int = 0  # -1 quiet, 0 default, 1-2 verbose: Spark's logging
     batch_id: str | None = None
     options: ModelOptions = field(default_factory=ModelOptions)
     broker_ports: tuple[int, ...] = (61613, 61614)
@@ -176,7 +179,6 @@ def _run_batch(
     from pipeline.spark.anomalies import capture_anomalies
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass, split_tables
-    from pipeline.spark.session import build_spark
     from pipeline.spark.summary import capture_stats, table_counts
     from pipeline.validation.preload import preloading_while
 
@@ -185,7 +187,10 @@ def _run_batch(
     paths = [f.path for f in files]
     progress(f"batch {batch_id}: {len(paths)} capture files")
     cleanup_lake(lake)
-    start_spark = partial(build_spark, config.master)
+    settings = SparkSettings(
+        config.master, config.driver_memory, config.spark_conf, config.verbosity
+    )
+    start_spark = settings.start
     spark = preloading_while(start_spark) if config.validate else start_spark()
     timings["spark_start"] = _lap(mark)
     mark = time.monotonic()

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from pipeline.audit.output import FORMATS
 from pipeline.audit.views import TimeWindow, parse_time, register_views
+from pipeline.commands.options import add_lake, add_spark, spark_settings
 from pipeline.errors import StompLakeError, UsageError
 from pipeline.lake import Lake
-from pipeline.spark.session import DEFAULT_MASTER
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,10 +33,8 @@ def _limit(text: str) -> int:
 
 
 def add_lake_arguments(parser: argparse.ArgumentParser, *, lake_required: bool = True) -> None:
-    parser.add_argument("--lake", required=lake_required, type=Path, help="lake root directory")
-    parser.add_argument(
-        "--master", default=DEFAULT_MASTER, help="Spark master URL (default %(default)s)"
-    )
+    add_lake(parser, required=lake_required)
+    add_spark(parser)
     parser.add_argument(
         "--since", type=_time, metavar="TIME", help="only traffic at or after TIME (ISO, UTC)"
     )
@@ -89,10 +87,8 @@ def lake_session(args: argparse.Namespace, lake: Lake) -> Iterator[SparkSession]
     already had (a notebook, the tests) is reused and left running; a new one is stopped."""
     from pyspark.sql import SparkSession
 
-    from pipeline.spark.session import build_spark
-
     existing = SparkSession.getActiveSession()
-    spark = build_spark(args.master, app_name=f"stomp-lake {args.command}")
+    spark = spark_settings(args).start(app_name=f"stomp-lake {args.command}")
     try:
         register_views(spark, lake, window_from_args(args))
         yield spark

@@ -8,6 +8,7 @@ Python process.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
@@ -159,7 +160,50 @@ def _cell(value: str | None) -> str:
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
-def error_summary(exc: BaseException, lines: int = 3) -> str:
-    """The first lines of an error (Spark's messages go on with the whole query plan)."""
-    text = [line for line in str(exc).splitlines() if line.strip()]
-    return "\n".join(text[:lines]) or type(exc).__name__
+def error_summary(exc: BaseException, query: str | None = None, *, verbose: bool = False) -> str:
+    """One line for a failed query: Spark's error class, its message, and where in `query` it
+    points (line and column, 1-based, and the fragment). Spark's own text goes on with the
+    logical plan; `verbose` gives it whole."""
+    if verbose:
+        return str(exc) or type(exc).__name__
+    condition = _call(exc, "getCondition")
+    if not condition:
+        text = [line for line in str(exc).splitlines() if line.strip()]
+        return text[0] if text else type(exc).__name__
+    message = _SPARK_MESSAGE.sub("", _call(exc, "getMessage") or str(exc).splitlines()[0])
+    line = f"{condition}: {message}"
+    where = _position(exc, query)
+    return f"{line} ({where})" if where else line
+
+
+# "[CLASS] text SQLSTATE: 42703": the class is given apart, the SQL state says no more.
+_SPARK_MESSAGE = re.compile(r"^\[[A-Z0-9_.]+\]\s*|\s*SQLSTATE: \w+\s*$")
+_LINE_POS = re.compile(r"line (\d+) pos (\d+)")
+
+
+def _call(exc: BaseException, method: str) -> str | None:
+    try:
+        value = getattr(exc, method)()
+    except Exception:  # noqa: BLE001 - not a Spark error, or one without this detail
+        return None
+    return str(value) if value else None
+
+
+def _position(exc: BaseException, query: str | None) -> str | None:
+    try:
+        contexts = exc.getQueryContext()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - not a Spark error
+        contexts = []
+    for context in contexts:
+        start, fragment = context.startIndex(), context.fragment()
+        if start < 0:
+            continue
+        if query is not None and query[start : start + len(fragment)] == fragment:
+            line = query.count("\n", 0, start) + 1
+            column = start - (query.rfind("\n", 0, start) + 1) + 1
+            return f"line {line}, column {column}: {fragment}"
+        return f"at character {start + 1}: {fragment}"
+    found = _LINE_POS.search(str(exc))  # analysis errors without a context name the position
+    if found:
+        return f"line {found[1]}, column {int(found[2]) + 1}"
+    return None

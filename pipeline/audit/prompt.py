@@ -106,7 +106,7 @@ class SqlPrompt:
             self.spark.sparkContext.cancelAllJobs()
             self.out.write("cancelled\n")
         except Exception as exc:  # noqa: BLE001 - any query error is reported, the prompt goes on
-            self.out.write(f"error: {error_summary(exc)}\n")
+            self.out.write(f"error: {error_summary(exc, statement)}\n")
 
     def show(self, frame: DataFrame) -> None:
         write_result(frame, self.out, self.fmt, self.limit)

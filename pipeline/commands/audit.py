@@ -18,6 +18,7 @@ from pipeline.audit.registry import (
     get_query,
     parse_assignments,
 )
+from pipeline.commands.options import verbosity
 from pipeline.errors import UsageError
 
 
@@ -66,6 +67,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             write_result(query.run(spark, values), sys.stdout, args.format, args.limit)
         except Exception as exc:  # noqa: BLE001 - say why, exit 1
-            print(f"stomp-lake audit {query.name}: {error_summary(exc)}", file=sys.stderr)
+            summary = error_summary(exc, verbose=verbosity(args) > 0)
+            print(f"stomp-lake audit {query.name}: {summary}", file=sys.stderr)
             return 1
     return 0

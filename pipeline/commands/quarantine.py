@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
+from pipeline.commands.options import add_lake, add_spark, spark_settings
 from pipeline.lake import Lake, lake_lock
 from pipeline.lake.statefile import read_json
-from pipeline.spark.session import DEFAULT_MASTER
+from pipeline.spark.session import SparkSettings
 from pipeline.validation.quarantine import (
     REPORT,
     NotQuarantined,
@@ -25,12 +25,12 @@ from pipeline.validation.quarantine import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, type=Path, help="lake root directory")
+    add_lake(parser)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--show", metavar="BATCH", help="print a batch's failed expectations")
     action.add_argument("--release", metavar="BATCH", help="commit a reviewed batch's tables")
     action.add_argument("--discard", metavar="BATCH", help="delete a quarantined batch")
-    parser.add_argument("--master", default=DEFAULT_MASTER, help="Spark master for --release")
+    add_spark(parser)  # for --release
     parser.add_argument("--wait-lock", type=float, default=0.0, metavar="SECONDS")
 
 
@@ -39,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
     if args.show:
         return _show(lake, args.show)
     if args.release:
-        return _release(lake, args.release, args.master, args.wait_lock)
+        return _release(lake, args.release, spark_settings(args), args.wait_lock)
     if args.discard:
         return _discard(lake, args.discard, args.wait_lock)
     return _list(lake)
@@ -67,14 +67,13 @@ def _show(lake: Lake, batch_id: str) -> int:
     return 0
 
 
-def _release(lake: Lake, batch_id: str, master: str, wait: float) -> int:
-    from pipeline.spark.session import build_spark
+def _release(lake: Lake, batch_id: str, spark: SparkSettings, wait: float) -> int:
     from pipeline.validation.quarantine import release_batch
 
     if not is_quarantined(lake, batch_id):
         raise NotQuarantined(f"no quarantined batch {batch_id!r} awaiting review")
     with lake_lock(lake, wait=wait):
-        versions = release_batch(build_spark(master), lake, batch_id)
+        versions = release_batch(spark.start(), lake, batch_id)
     print(f"released batch {batch_id}: " + ", ".join(f"{t} v{v}" for t, v in versions.items()))
     return 0
 

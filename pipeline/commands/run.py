@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pipeline.commands.options import verbosity
 from pipeline.runner import RunConfig, RunResult, discover, run
 from pipeline.session import ModelOptions
 from pipeline.session.clock import to_datetime
@@ -31,6 +32,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         close_open=args.open_connections == "close",
         wait_lock=args.wait_lock,
         validate=not args.no_validate,
+        driver_memory=args.driver_memory,
+        spark_conf=dict(args.conf),
+        verbosity=verbosity(args),
     )
 
 
@@ -84,7 +88,8 @@ def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
     config = config_from_args(args)
 
     def progress(message: str) -> None:
-        print(f"[stomp-lake] {message}", file=sys.stderr, flush=True)
+        if config.verbosity >= 0:
+            print(f"[stomp-lake] {message}", file=sys.stderr, flush=True)
 
     result = run(config, progress)
     print(format_summary(result, config.lake))

@@ -13,6 +13,7 @@ from pipeline.audit.command_line import (
     lake_session,
     window_from_args,
 )
+from pipeline.commands.options import verbosity
 from pipeline.errors import UsageError
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def main(args: argparse.Namespace) -> int:
 def _run(spark: SparkSession, statements: list[str], args: argparse.Namespace) -> int:
     from pipeline.audit.output import error_summary, write_result
 
+    statement = ""
     try:
         frame = None
         for statement in statements:
@@ -55,7 +57,8 @@ def _run(spark: SparkSession, statements: list[str], args: argparse.Namespace) -
         assert frame is not None
         write_result(frame, sys.stdout, args.format, args.limit)
     except Exception as exc:  # noqa: BLE001 - a bad query is the user's: say why, exit 1
-        print(f"stomp-lake sql: {error_summary(exc)}", file=sys.stderr)
+        summary = error_summary(exc, statement, verbose=verbosity(args) > 0)
+        print(f"stomp-lake sql: {summary}", file=sys.stderr)
         return 1
     return 0
 

@@ -1,14 +1,23 @@
 """One place that knows how to start a SparkSession that works on this stack.
 
 Pitfalls met on this stack: workers start the system Python unless told otherwise, Spark binds a
-non-loopback address, ivy writes into $HOME, and Parquet timestamps default to INT96.
+non-loopback address, ivy writes into $HOME, Parquet timestamps default to INT96, and scratch
+folders land in the current directory unless placed.
+
+Quiet by default: Spark's JVM logs through the shipped `log4j2.properties` (errors only), the
+JVM's own start-up warning is dropped from its stderr, and PySpark's JSON query-context records
+are off; `verbosity` 1 or 2 (`-v`, `-vv`) shows warnings or everything again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Mapping
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,26 +25,70 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "2g"
+WORK_VARIABLE = "STOMP_LAKE_WORK"
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+LOG_LEVELS = ("error", "warn", "info")  # Spark's level by verbosity 0, 1, 2
+# Lines the JVM writes to its stderr before any logging is set up, with nothing to act on.
+JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
+# PySpark logs every SQL error again as a JSON record with its stack trace.
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-def _work_dir() -> Path:
-    return Path(os.environ.get("STOMP_LAKE_WORK", Path.cwd() / "work")).resolve()
+@dataclass(frozen=True, slots=True)
+class SparkSettings:
+    """How to start Spark, as the commands' shared options give it."""
+
+    master: str = DEFAULT_MASTER
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
+    conf: Mapping[str, str] = field(default_factory=dict)
+    verbosity: int = 0  # -1 quiet, 0 default, 1-2 verbose
+
+    def start(self, app_name: str = "stomp-lake") -> SparkSession:
+        return build_spark(
+            self.master,
+            app_name,
+            self.conf,
+            driver_memory=self.driver_memory,
+            verbosity=self.verbosity,
+        )
 
 
-def base_conf(master: str) -> dict[str, str]:
-    work = _work_dir()
+def scratch_dir() -> Path:
+    """Spark's scratch space (shuffle spill, warehouse, ivy): $STOMP_LAKE_WORK, else a folder of
+    this user's under $TMPDIR; never the caller's current folder."""
+    configured = os.environ.get(WORK_VARIABLE)
+    if configured:
+        return Path(configured).resolve()
+    return Path(tempfile.gettempdir()).resolve() / f"stomp-lake-{os.getuid()}"
+
+
+def base_conf(
+    master: str,
+    *,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    verbosity: int = 0,
+    scratch: Path | None = None,
+) -> dict[str, str]:
+    work = scratch or scratch_dir()
+    level = LOG_LEVELS[min(max(verbosity, 0), len(LOG_LEVELS) - 1)]
+    java_options = (
+        f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -Dstomp_lake.log_level={level}"
+        + (" -Dstomp_lake.task_log_level=error" if verbosity > 0 else "")
+    )
     conf = {
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
         "spark.jars.ivy": str(work / "ivy"),
         "spark.local.dir": str(work / "spark-tmp"),
         "spark.sql.warehouse.dir": str(work / "spark-warehouse"),
+        "spark.driver.extraJavaOptions": java_options,
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.memory": "2g",
+        "spark.driver.memory": driver_memory,
         "spark.sql.shuffle.partitions": "8",
         "spark.python.worker.reuse": "true",
     }
@@ -45,10 +98,25 @@ def base_conf(master: str) -> dict[str, str]:
     return conf
 
 
+def merge_conf(conf: dict[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """`extra` (the user's `--conf`) wins, except that Java options are appended to ours so the
+    logging configuration stays unless the user names one of their own."""
+    merged = dict(conf)
+    for key, value in extra.items():
+        if key == "spark.driver.extraJavaOptions" and key in merged:
+            merged[key] = f"{merged[key]} {value}"
+        else:
+            merged[key] = value
+    return merged
+
+
 def build_spark(
     master: str = DEFAULT_MASTER,
     app_name: str = "stomp-lake",
     extra_conf: Mapping[str, str] | None = None,
+    *,
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    verbosity: int = 0,
 ) -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -61,12 +129,60 @@ def build_spark(
 
     from pyspark.sql import SparkSession
 
-    conf = base_conf(master)
-    conf.update(extra_conf or {})
-    Path(conf["spark.local.dir"]).mkdir(parents=True, exist_ok=True)
+    conf = base_conf(master, driver_memory=driver_memory, verbosity=verbosity)
+    conf = merge_conf(conf, extra_conf or {})
+    _private_dir(Path(conf["spark.local.dir"]))
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    quiet_query_context(verbosity)
+    starting = SparkSession.getActiveSession() is None and verbosity == 0
+    with filtered_stderr(JVM_NOISE) if starting else contextlib.nullcontext():
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(LOG_LEVELS[min(max(verbosity, 0), 2)].upper())
     return spark
+
+
+def _private_dir(path: Path) -> None:
+    old = os.umask(0o077)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    finally:
+        os.umask(old)
+
+
+def quiet_query_context(verbosity: int) -> None:
+    """PySpark's JSON records of SQL errors off (verbosity 0) or on. PySpark creates these
+    loggers with its own logger class, so they are made through it, never as plain loggers."""
+    from pyspark.logger import PySparkLogger
+
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).disabled = verbosity == 0
+
+
+@contextlib.contextmanager
+def filtered_stderr(noise: tuple[str, ...]) -> Iterator[None]:
+    """While the block runs, file descriptor 2 is a pipe; processes started in the block (Spark's
+    JVM, and through it the Python workers) keep it as their stderr for good. A thread forwards
+    every line but `noise` to the real stderr, until the last of them closes the pipe."""
+    sys.stderr.flush()
+    real = os.dup(2)
+    read_end, write_end = os.pipe()
+    threading.Thread(
+        target=_forward, args=(read_end, os.dup(real), noise), name="jvm-stderr", daemon=True
+    ).start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(real, 2)
+        os.close(real)
+
+
+def _forward(read_end: int, real: int, noise: tuple[str, ...]) -> None:
+    with os.fdopen(read_end, "rb") as source, os.fdopen(real, "wb", buffering=0) as sink:
+        for line in source:
+            if line.rstrip(b"\r\n").decode("utf-8", "replace") not in noise:
+                sink.write(line)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import time
@@ -60,3 +62,35 @@ def test_a_file_that_is_not_a_capture_exits_2_with_the_reason(tmp_path: Path) ->
 def test_tables_of_a_missing_lake_exit_1(tmp_path: Path) -> None:
     missing = _program("tables", "--lake", str(tmp_path / "empty"))
     assert missing.returncode == 1 and "no tables in" in missing.stdout
+
+
+def test_version_and_every_commands_help_say_what_it_does_and_its_exit_codes() -> None:
+    version = _program("--version")
+    assert version.returncode == 0 and version.stdout.strip() == "stomp-lake 0.1.0"
+    top = _program("--help")
+    commands = ["run", "demo", "tables", "quarantine", "sql", "audit", "report"]
+    for command in commands:
+        assert re.search(rf"^    {command}\s", top.stdout, re.MULTILINE)
+        shown = _program(command, "--help")
+        assert shown.returncode == 0
+        text = shown.stdout
+        usage, _, rest = text.partition("\n\n")
+        assert usage.startswith(f"usage: stomp-lake {command}") and "-q | -v" in usage
+        assert rest.split("\n")[0] and not rest.startswith("options:")  # a description
+        assert "\nexit codes:\n  0  done" in text
+    run_help = _program("run", "--help").stdout
+    assert "(default 61613,61614)" in run_help and "(61613, 61614)" not in run_help
+    assert "$STOMP_LAKE_LAKE" in run_help and "$STOMP_LAKE_INPUT" in run_help
+    assert "  4  the batch failed validation" in run_help
+
+
+def test_lake_and_input_come_from_the_environment(tmp_path: Path) -> None:
+    missing = tmp_path / "from-env"
+    env = dict(os.environ, STOMP_LAKE_INPUT=str(missing), STOMP_LAKE_LAKE=str(tmp_path / "L"))
+    done = subprocess.run(
+        [str(STOMP_LAKE), "run"], capture_output=True, text=True, timeout=60, env=env, check=False
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"stomp-lake run: no such file or directory: {missing}"
+    bad_conf = _program("run", "--input", "x", "--lake", "y", "--conf", "no-equals-sign")
+    assert bad_conf.returncode == 2 and "expected KEY=VALUE" in bad_conf.stderr

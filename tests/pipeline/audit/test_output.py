@@ -91,5 +91,18 @@ def test_an_empty_result_is_valid_in_every_format(spark) -> None:
 def test_unknown_formats_and_long_errors() -> None:
     with pytest.raises(ValueError, match="table, csv, json"):
         write_result(None, io.StringIO(), "xml")  # type: ignore[arg-type]
-    assert error_summary(ValueError("one\n\ntwo\nthree\nfour")) == "one\ntwo\nthree"
+    assert error_summary(ValueError("one\n\ntwo\nthree")) == "one"
+    assert error_summary(ValueError("one\ntwo"), verbose=True) == "one\ntwo"
     assert error_summary(KeyError()) == "KeyError"
+
+
+def test_a_spark_error_is_one_line_with_its_class_and_position(spark) -> None:
+    query = "SELECT id,\n       nope\nFROM range(3)"
+    with pytest.raises(Exception) as failure:  # noqa: PT011 - Spark's AnalysisException
+        spark.sql(query).collect()
+    assert error_summary(failure.value, query) == (
+        "UNRESOLVED_COLUMN.WITH_SUGGESTION: A column, variable, or function parameter with name "
+        "`nope` cannot be resolved. Did you mean one of the following? [`id`]. "
+        "(line 2, column 8: nope)"
+    )
+    assert "Project" in error_summary(failure.value, query, verbose=True)  # the plan

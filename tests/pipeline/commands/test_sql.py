@@ -78,3 +78,38 @@ def test_no_query_opens_the_prompt(lake, capsys, monkeypatch) -> None:
     out = capsys.readouterr().out
     assert "tables: sessions, frames" in out
     assert "answer\n------\n    42\n" in out
+
+
+def test_as_a_user_a_bad_query_is_one_line_and_v_shows_the_rest(tmp_path) -> None:
+    """The installed program from a folder of its own: Spark's chatter and its JSON record of
+    the error stay out of the terminal; -v brings Spark's whole message back."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lake, cwd = tmp_path / "lake", tmp_path / "cwd"
+    lake.mkdir()
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STOMP_LAKE_")}
+    env.update(TMPDIR=str(tmp_path), STOMP_LAKE_LAKE=str(lake), STOMP_LAKE_MASTER="local[1]")
+    program = str(Path(sys.executable).parent / "stomp-lake")
+
+    def sql(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [program, "sql", *args, "SELECT login,\n  nope FROM sessions"],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+
+    done = sql()
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"stomp-lake: note: {lake} holds no tables yet; they read as empty"
+    assert len(lines) == 2, done.stderr
+    assert lines[1].startswith("stomp-lake sql: UNRESOLVED_COLUMN.WITH_SUGGESTION: ")
+    assert lines[1].endswith("(line 2, column 3: nope)")
+    assert list(cwd.iterdir()) == []
+
+    loud = sql("-v")
+    assert loud.returncode == 1
+    assert "SQLSTATE: 42703" in loud.stderr and "Project" in loud.stderr
