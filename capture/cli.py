@@ -136,7 +136,22 @@ def build_parser() -> argparse.ArgumentParser:
     add("--no-uvloop", action="store_true", help="use the standard asyncio event loop")
     add("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="logging level (default INFO)")
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-q", "--quiet", dest="log_level", action="store_const",
+                          const="WARNING", help="log warnings and errors only")
+    loudness.add_argument("-v", "--verbose", dest="log_level", action="store_const",
+                          const="DEBUG", help="log everything (--log-level DEBUG)")
+    add("--version", action="version", version=f"stomp-capture {_version()}")
     return parser
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("stomp-lake")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _cli_listeners(args: argparse.Namespace) -> tuple[ListenerConfig, ...]:

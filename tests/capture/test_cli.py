@@ -683,3 +683,12 @@ def test_a_config_file_with_several_listeners(tmp_path: Path) -> None:
     conns = reassemble_captures([path])
     assert sorted(bytes(c.sent) for c in conns) == [b"listener 0", b"listener 1"]
     assert {c.client[0] for c in conns} == {"127.0.0.1", "::1"}
+
+
+def test_version_and_quiet_or_verbose() -> None:
+    version = run_cli("--version")
+    assert version.returncode == 0 and re.fullmatch(r"stomp-capture \S+\n", version.stdout)
+    shown = run_cli("--help").stdout
+    assert "-q, --quiet" in shown and "-v, --verbose" in shown
+    both = run_cli("-q", "-v")
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr
