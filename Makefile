@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv airflow system-deps java lint bench clean
+.PHONY: demo test venv airflow system-deps java lint check bench clean
 SPEEDUPS := pipeline/stomp/.speedups-built
 
 $(BIN)/stomp-lake: pyproject.toml constraints.txt
@@ -39,6 +39,13 @@ test: system-deps venv
 
 lint: venv
 	$(BIN)/ruff check .
+
+# Before a commit: lint, types ([tool.mypy] in pyproject.toml) and the tests needing no Spark,
+# broker or long run
+check: venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m mypy
+	$(BIN)/python -m pytest -m "not spark and not broker and not slow"
 
 clean:
 	rm -rf work .pytest_cache
