@@ -4,8 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv airflow system-deps java lint check bench clean
-SPEEDUPS := pipeline/stomp/.speedups-built
+.PHONY: demo test venv airflow system-deps java lint check clean
 
 $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -13,13 +12,11 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-# The decoder's optional C hot paths; with no compiler the pure-Python twin runs instead.
-$(SPEEDUPS): pipeline/stomp/_speedups.c $(BIN)/stomp-lake
-	$(BIN)/python -m pipeline.stomp.build_speedups >/dev/null \
-		|| echo "note: C speed-ups not built (no compiler?); the pure-Python decoder runs" >&2
-	touch $@
+# `pip install` builds the decoder's C hot paths (setup.py); with no compiler the pure-Python
+# twin runs instead.
+$(BIN)/stomp-lake: pipeline/stomp/_speedups.c setup.py
 
-venv: $(BIN)/stomp-lake $(SPEEDUPS)
+venv: $(BIN)/stomp-lake
 
 # Airflow's own venv .venv-airflow from requirements-airflow.txt (instant when up to date)
 airflow:

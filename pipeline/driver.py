@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.ingest.records import FIN, RST, TcpPacket
+from pipeline.ingest.records import TcpPacket
+from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, Direction
 from pipeline.reassembly import Closed, Conflict, Data, Gap, Opened, Segment
 from pipeline.reassembly.connections import Connection, ConnectionTracker
 from pipeline.session import Endpoint, ModelOptions, SessionModel
@@ -30,7 +31,6 @@ from pipeline.session.rows import Row, anomaly_row
 from pipeline.session.streams import make_chunk
 
 SERVER_COMMANDS = (b"CONNECTED", b"MESSAGE", b"RECEIPT", b"ERROR")
-DEFAULT_BROKER_PORTS = (61613, 61614)
 
 Source = tuple[str, int]  # (capture file, record offset) of a packet
 
@@ -94,7 +94,7 @@ class ConnectionDriver:
         conn = state.tracker.connection
         if conn is not None and packet.flags & (FIN | RST):
             sender = (packet.src_ip, packet.src_port)
-            direction = "c2s" if sender == conn.client else "s2c"
+            direction = Direction.of(sender == conn.client)
             model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
         self._collect(model)
 
@@ -159,7 +159,7 @@ class ConnectionDriver:
                 self._start_model(state, event, conn)
             model = state.model
             assert model is not None
-            direction = "c2s" if event.from_client else "s2c"
+            direction = Direction.of(event.from_client)
             inner = event.event
             if type(inner) is Data:
                 model.on_data(direction, inner.ts_ns, inner.offset, inner.data, source)

@@ -16,13 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import schemas
 from pipeline.errors import UsageError
 from pipeline.ingest.sniff import detect_format, unknown_format
 from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
 from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import FileFingerprint
 from pipeline.lake.orphans import cleanup_lake
-from pipeline.lake.staged_tables import commit_tables, discard_tables, stage_tables
+from pipeline.lake.staged_tables import (
+    commit_tables,
+    discard_tables,
+    stage_written,
+    staging_folders,
+)
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, SparkSettings
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
@@ -176,10 +182,11 @@ def _run_batch(
 ) -> RunResult:
     from pyspark import StorageLevel
 
-    from pipeline.spark.anomalies import capture_anomalies
+    from pipeline.spark.anomalies import capture_anomaly_rows
     from pipeline.spark.captures import packets_frame
-    from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass, split_tables
-    from pipeline.spark.summary import capture_stats, table_counts
+    from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
+    from pipeline.spark.summary import capture_stats, flow_output
+    from pipeline.spark.table_files import write_table_rows
     from pipeline.validation.preload import preloading_while
 
     timings: dict[str, float] = {}
@@ -193,21 +200,34 @@ def _run_batch(
     start_spark = settings.start
     spark = preloading_while(start_spark) if config.validate else start_spark()
     timings["spark_start"] = _lap(mark)
+    attach = getattr(progress, "attach", None)  # a live display polls Spark's status tracker
+    if attach is not None:
+        attach(spark)
     mark = time.monotonic()
     progress("stage 1/4: reading packets")
     packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
-    runner = RunnerConfig(tuple(paths), config.options, config.broker_ports, config.close_open)
+    # The flow pass's tasks write the tables' Parquet into these folders themselves.
+    folders = staging_folders(lake, batch_id, schemas.TABLES)
+    runner = RunnerConfig(
+        tuple(paths),
+        config.options,
+        config.broker_ports,
+        config.close_open,
+        table_dirs=tuple((name, str(folder / "parquet")) for name, folder in folders.items()),
+        batch_id=batch_id,
+    )
     state = carried.read_carried(spark, lake)
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
     progress("stage 2/4: reassembling and decoding sessions, staging the tables")
     tagged = flow_pass(packets, state, runner, partitions).persist(StorageLevel.MEMORY_AND_DISK)
-    tables = split_tables(tagged, batch_id)
-    tables["anomalies"] = tables["anomalies"].unionByName(
-        capture_anomalies(packets, paths, batch_id)
-    )
-    counts = table_counts(tables)
+    written, counts = flow_output(tagged)
+    capture_rows = capture_anomaly_rows(packets, paths)
+    anomalies_dir = str(folders["anomalies"] / "parquet")
+    for extra in write_table_rows("anomalies", capture_rows, anomalies_dir, batch_id):
+        written.setdefault("anomalies", []).append(extra.path)
+    counts["anomalies"] += len(capture_rows)
     counts.update(capture_stats(packets))
-    staged = stage_tables(spark, lake, batch_id, tables)
+    staged = stage_written(spark, lake, batch_id, folders, written)
     timings["compute"] = _lap(mark)
     report = None
     if config.validate:

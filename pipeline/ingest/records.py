@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FIN = 0x01
-SYN = 0x02
-RST = 0x04
-PSH = 0x08
-ACK = 0x10
-URG = 0x20
+from pipeline.net import ACK, FIN, PSH, RST, SYN, URG
+
+__all__ = ["ACK", "FIN", "PSH", "RST", "SYN", "URG", "CaptureAnomaly", "CaptureStats", "TcpPacket"]
 
 
 @dataclass(slots=True)

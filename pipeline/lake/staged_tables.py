@@ -8,14 +8,24 @@ one step, so validation reads the computed frames (persisted) instead.
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import schemas
 from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import app_id_for, batch_committed, open_table
 from pipeline.lake.layout import Lake
-from pipeline.lake.staging import StagedBatch, discard_staged, stage_batch
+from pipeline.lake.staging import (
+    StagedBatch,
+    discard_staged,
+    stage_batch,
+    stage_files,
+    staging_folder,
+)
+from pipeline.lake.table_schema import to_arrow_schema
 from pipeline.lake.writer import commit_staged, delta_jars_available, write_table_batch
 
 if TYPE_CHECKING:
@@ -30,6 +40,7 @@ class StagedTables:
     staged: dict[str, StagedBatch] = field(default_factory=dict)
     computed: dict[str, DataFrame] = field(default_factory=dict)  # written at commit (Delta jars)
     committed: set[str] = field(default_factory=set)  # tables already holding the batch
+    scratch: list[Path] = field(default_factory=list)  # staging folders never placed
 
 
 def stage_tables(
@@ -54,6 +65,62 @@ def stage_tables(
             out.staged[name] = staged
             out.frames[name] = read_staged(spark, staged)
     return out
+
+
+def staging_folders(lake: Lake, batch_id: str, tables: Sequence[str]) -> dict[str, Path]:
+    """One new staging folder per table, for the flow pass's tasks to write the batch into."""
+    validate_batch_id(batch_id)
+    return {name: staging_folder(lake, name, batch_id) for name in tables}
+
+
+def stage_written(
+    spark: SparkSession,
+    lake: Lake,
+    batch_id: str,
+    folders: dict[str, Path],
+    written: dict[str, list[str]],
+) -> StagedTables:
+    """Stage what the flow pass wrote (``written``: table -> files under its folder's
+    ``parquet/``), as `stage_tables` stages frames: tables already holding the batch are only
+    validated, with Delta's jars the connector writes the files' rows at commit."""
+    from pyspark import StorageLevel
+
+    use_connector = delta_jars_available(spark)
+    out = StagedTables(lake, batch_id, frames={})
+    for name, folder in folders.items():
+        files = written.get(name, [])
+        existing = open_table(lake.table_path(name))
+        seq = batch_sequence(lake, batch_id)
+        if existing is not None and batch_committed(existing, app_id_for(name), seq, batch_id):
+            out.committed.add(name)
+            out.frames[name] = read_files(spark, name, folder / "parquet", files)
+            out.scratch.append(folder)
+        elif use_connector:
+            frame = read_files(spark, name, folder / "parquet", files)
+            out.computed[name] = out.frames[name] = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            out.scratch.append(folder)
+        else:
+            layout = table_layout(name)
+            staged = stage_files(
+                lake,
+                name,
+                schema=to_arrow_schema(layout["schema"]),
+                partition_by=layout["partition_by"],
+                batch_id=batch_id,
+                staging_dir=folder,
+                written=files,
+            )
+            out.staged[name] = staged
+            out.frames[name] = read_staged(spark, staged)
+    return out
+
+
+def read_files(spark: SparkSession, table: str, root: Path, files: list[str]) -> DataFrame:
+    schema = schemas.load(table).spark_schema()
+    if not files:
+        return spark.createDataFrame([], schema)
+    reader = spark.read.schema(schema).option("basePath", str(root))
+    return reader.parquet(*[str(root / f) for f in files]).select(*schema.fieldNames())
 
 
 def table_layout(name: str) -> dict[str, Any]:
@@ -82,6 +149,7 @@ def commit_tables(tables: StagedTables) -> dict[str, int]:
         )
         versions[name] = written.version
         frame.unpersist()
+    _drop_scratch(tables)
     for name in tables.committed:
         table = open_table(tables.lake.table_path(name))
         assert table is not None
@@ -95,3 +163,10 @@ def discard_tables(tables: StagedTables) -> None:
         discard_staged(staged)
     for frame in tables.computed.values():
         frame.unpersist()
+    _drop_scratch(tables)
+
+
+def _drop_scratch(tables: StagedTables) -> None:
+    for folder in tables.scratch:
+        shutil.rmtree(folder, ignore_errors=True)
+    tables.scratch.clear()

@@ -124,12 +124,8 @@ def stage_batch(
     arrow_schema = to_arrow_schema(schema)
     check_partition_columns(arrow_schema, partition_by)
     require_micros_timestamps(spark_df.sparkSession, arrow_schema)
-    seq = batch_sequence(lake, validate_batch_id(batch_id))
-    existing = open_table(lake.table_path(table))
-    if existing is not None:  # refuse before Spark does the work
-        check_fits(existing, arrow_schema, partition_by, table)
-    table_path = make_private_dir(lake.table_path(table))
-    staging_dir = make_private_dir(table_path / STAGING / f"{batch_id}.{uuid.uuid4().hex[:12]}")
+    seq = _check_fits(lake, table, arrow_schema, partition_by, batch_id)  # before Spark works
+    staging_dir = staging_folder(lake, table, batch_id)
     output = staging_dir / "parquet"
     frame = conform(spark_df, to_spark_schema(schema), partition_by)
     (
@@ -138,19 +134,68 @@ def stage_batch(
         .partitionBy(*partition_by)
         .parquet(str(output))
     )
-    make_tree_private(staging_dir)  # Spark's own modes until the files are placed
+    written = [p.relative_to(output).as_posix() for p in sorted(output.rglob("*.parquet"))]
+    return _stage(lake, table, arrow_schema, partition_by, batch_id, seq, staging_dir, written)
+
+
+def staging_folder(lake: Lake, table: str, batch_id: str) -> Path:
+    """A new staging folder of the batch for the table; Parquet goes under its ``parquet/``."""
+    table_path = make_private_dir(lake.table_path(table))
+    return make_private_dir(table_path / STAGING / f"{batch_id}.{uuid.uuid4().hex[:12]}")
+
+
+def stage_files(
+    lake: Lake,
+    table: str,
+    *,
+    schema: pa.Schema,
+    partition_by: list[str],
+    batch_id: str,
+    staging_dir: Path,
+    written: list[str],
+) -> StagedBatch:
+    """Stage the files another writer (the flow pass's tasks) put under ``staging_dir/parquet``;
+    only the ``written`` ones (relative paths), so a failed task attempt's files are left out."""
+    check_partition_columns(schema, partition_by)
+    seq = _check_fits(lake, table, schema, partition_by, batch_id)
+    return _stage(lake, table, schema, partition_by, batch_id, seq, staging_dir, sorted(written))
+
+
+def _check_fits(
+    lake: Lake, table: str, schema: pa.Schema, partition_by: list[str], batch_id: str
+) -> int:
+    seq = batch_sequence(lake, validate_batch_id(batch_id))
+    existing = open_table(lake.table_path(table))
+    if existing is not None:
+        check_fits(existing, schema, partition_by, table)
+    return seq
+
+
+def _stage(
+    lake: Lake,
+    table: str,
+    schema: pa.Schema,
+    partition_by: list[str],
+    batch_id: str,
+    seq: int,
+    staging_dir: Path,
+    written: list[str],
+) -> StagedBatch:
+    make_tree_private(staging_dir)  # the writer's own modes until the files are placed
     failpoint("lake.staged")
+    table_path = lake.table_path(table)
+    output = staging_dir / "parquet"
     files = [
         placed
-        for parquet in sorted(output.rglob("*.parquet"))
-        if (placed := _place(parquet, output, table_path, partition_by)) is not None
+        for relative in written
+        if (placed := _place(output / relative, output, table_path, partition_by)) is not None
     ]
     staged = StagedBatch(
         table=table,
         table_path=table_path,
         batch_id=batch_id,
         seq=seq,
-        schema=arrow_schema,
+        schema=schema,
         partition_by=list(partition_by),
         files=files,
         staging_dir=staging_dir,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import schemas
@@ -36,3 +37,27 @@ def capture_anomalies(packets: DataFrame, paths: Sequence[str], batch_id: str) -
         )
     )
     return rows.select(*schemas.load("anomalies").column_names)
+
+
+def capture_anomaly_rows(packets: DataFrame, paths: Sequence[str]) -> list[dict]:
+    """The same rows as `capture_anomalies`, collected (one per bad record: bounded by the
+    input's records, never by its bytes), for the run to write beside the flow pass's files."""
+    from pipeline.spark.table_files import row_struct
+
+    names = [field.name for field in row_struct("anomalies")]
+    today = datetime.now(UTC).date()
+    rows = []
+    found = packets.where("record_type = 'anomaly'").select("file_id", "record_offset", "detail")
+    for found_row in found.toLocalIterator():
+        kind, _, detail = found_row.detail.partition(": ")
+        row = dict.fromkeys(names)
+        row.update(
+            source="capture",
+            kind=kind,
+            file=paths[found_row.file_id],
+            file_offset=found_row.record_offset,
+            detail=detail,
+            date=today,
+        )
+        rows.append(row)
+    return rows

@@ -11,6 +11,8 @@ connections still open travels in the same stream, tagged `_state`.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as default
@@ -20,18 +22,22 @@ import numpy as np
 import pyarrow as pa
 
 import schemas
-from pipeline.driver import DEFAULT_BROKER_PORTS, ConnectionDriver, DriverConfig
-from pipeline.ingest.records import FIN, RST, SYN, TcpPacket
+from pipeline.driver import ConnectionDriver, DriverConfig
+from pipeline.ingest.records import TcpPacket
+from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, SYN
 from pipeline.session import ModelOptions
 from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack
+from pipeline.spark.table_files import TableFileWriter, WrittenFile, row_struct
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 STATE_KIND = "_state"
+FILE_KIND = "_file"
+COUNTERS_KIND = "_counters"
 OUTPUT_BATCH_ROWS = 20_000
 # Bytes of one Arrow batch of pieces into the pass (Spark's default has no byte limit).
 INPUT_BATCH_BYTES = 64 << 20
@@ -57,6 +63,10 @@ class RunnerConfig:
     options: ModelOptions = default(default_factory=ModelOptions)
     broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
     close_open: bool = False
+    # (table, staging folder) pairs: the pass writes table rows there as Parquet itself and
+    # outputs only file, counter and state rows; empty: table rows are output as tagged rows
+    table_dirs: tuple[tuple[str, str], ...] = ()
+    batch_id: str = ""
 
     @property
     def driver(self) -> DriverConfig:
@@ -183,17 +193,16 @@ class FlowRunner:
             self._pending += 1
 
 
-def row_struct(table: str) -> pa.StructType:
-    arrow = schemas.load(table).arrow_schema()
-    return pa.struct([f for f in arrow if f.name not in ("batch_id",)])
-
-
 def output_schema() -> pa.Schema:
     fields = [pa.field("kind", pa.string()), pa.field("flow_key", pa.string())]
     fields += [pa.field(table, row_struct(table)) for table in schemas.TABLES]
     fields += [pa.field("state", pa.binary())]
     # on a state row: the session still open, whose rows may precede its `sessions` row
     fields += [pa.field("open_session_id", pa.string())]
+    # on a file row: a Parquet file the pass wrote (table, path in its staging folder, rows);
+    # on a counters row: what the task saw go into the tables, as JSON
+    fields += [pa.field("table", pa.string()), pa.field("path", pa.string())]
+    fields += [pa.field("rows", pa.int64()), pa.field("counters", pa.string())]
     return pa.schema(fields)
 
 
@@ -223,11 +232,20 @@ def run_partition(
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
     runner = FlowRunner(config)
+    writer = (
+        TableFileWriter(dict(config.table_dirs), config.batch_id) if config.table_dirs else None
+    )
+    counters = RunCounters()
 
     def flush() -> Iterator[pa.RecordBatch]:
         for kind, rows, keys in runner.drain():
-            if rows:
+            if not rows:
+                continue
+            if writer is None or kind == STATE_KIND:
                 yield _to_batch(schema, kind, rows, keys)
+            else:
+                counters.add(kind, rows)
+                writer.add(kind, rows)
 
     for batch in batches:
         runner.feed_batch(batch)
@@ -235,6 +253,47 @@ def run_partition(
             yield from flush()
     runner.close()
     yield from flush()
+    if writer is not None:
+        yield _files_batch(schema, writer.close(), counters)
+
+
+@dataclass(slots=True)
+class RunCounters:
+    """What went into the tables, counted as the rows pass: the validation gate checks the
+    tables it reads back against these."""
+
+    frames_by_command: Counter[str] = default(default_factory=Counter)
+    gap_bytes: int = 0
+    violations: int = 0
+
+    def add(self, table: str, rows: list[Row]) -> None:
+        if table == "frames":
+            self.frames_by_command.update(f"{r['direction']} {r['command']}" for r in rows)
+        elif table == "sessions":
+            self.gap_bytes += sum(r["gap_bytes"] or 0 for r in rows)
+            self.violations += sum(r["violations"] or 0 for r in rows)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "frames_by_command": dict(self.frames_by_command),
+                "gap_bytes": self.gap_bytes,
+                "violations": self.violations,
+            }
+        )
+
+
+def _files_batch(
+    schema: pa.Schema, files: list[WrittenFile], counters: RunCounters
+) -> pa.RecordBatch:
+    n = len(files) + 1
+    columns = {name: pa.nulls(n, schema.field(name).type) for name in schema.names}
+    columns["kind"] = pa.array([FILE_KIND] * len(files) + [COUNTERS_KIND], pa.string())
+    columns["table"] = pa.array([f.table for f in files] + [None], pa.string())
+    columns["path"] = pa.array([f.path for f in files] + [None], pa.string())
+    columns["rows"] = pa.array([f.rows for f in files] + [None], pa.int64())
+    columns["counters"] = pa.array([None] * len(files) + [counters.to_json()], pa.string())
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
 def flow_pass(

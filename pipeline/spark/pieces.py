@@ -20,6 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.ingest.records import TcpPacket
+from pipeline.net import flow_key, key_ends
+
+__all__ = ["PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "unpack"]
 
 PACKET_DTYPE = np.dtype(
     [
@@ -37,20 +40,6 @@ PACKET_DTYPE = np.dtype(
     ]
 )
 assert PACKET_DTYPE.itemsize == 48
-
-FlowEnds = tuple[str, int, str, int]  # (ip_a, port_a, ip_b, port_b), the smaller endpoint first
-
-
-def flow_key(src_ip: str, src_port: int, dst_ip: str, dst_port: int) -> str:
-    """The same key for both directions of a 4-tuple."""
-    a, b = (src_ip, src_port), (dst_ip, dst_port)
-    (ip1, p1), (ip2, p2) = (a, b) if a <= b else (b, a)
-    return f"{ip1}|{p1}|{ip2}|{p2}"
-
-
-def key_ends(key: str) -> FlowEnds:
-    ip_a, port_a, ip_b, port_b = key.split("|")
-    return ip_a, int(port_a), ip_b, int(port_b)
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""Counters of a run, computed from the tagged flow output and the packet rows."""
+"""Counters of a run, from the flow pass's file and counter rows and the capture pass's stats."""
 
 from __future__ import annotations
 
@@ -29,20 +29,25 @@ def capture_stats(packets: DataFrame) -> dict[str, int]:
     return {**totals, **window}
 
 
-def table_counts(tables: dict[str, DataFrame]) -> dict[str, Any]:
-    from pyspark.sql import functions as F
+def flow_output(tagged: DataFrame) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The files the flow pass wrote, by table, and the run's table counters: rows per table,
+    frames by "direction command", and the sessions' gap bytes and violations."""
+    import schemas
+    from pipeline.spark.flows import COUNTERS_KIND, FILE_KIND
 
-    counts: dict[str, Any] = {name: df.count() for name, df in tables.items()}
-    frames = tables["frames"].groupBy("direction", "command").count().collect()
-    counts["frames_by_command"] = {f"{r.direction} {r.command}": r["count"] for r in frames}
-    sessions = (
-        tables["sessions"]
-        .agg(
-            F.coalesce(F.sum("gap_bytes"), F.lit(0)).alias("gap_bytes"),
-            F.coalesce(F.sum("violations"), F.lit(0)).alias("violations"),
-        )
-        .first()
-    )
-    counts["gap_bytes"] = sessions.gap_bytes
-    counts["violations"] = sessions.violations
-    return counts
+    written: dict[str, list[str]] = {}
+    counts: dict[str, Any] = dict.fromkeys(schemas.TABLES, 0)
+    by_command: Counter[str] = Counter()
+    gap_bytes = violations = 0
+    found = tagged.where(f"kind IN ('{FILE_KIND}', '{COUNTERS_KIND}')")
+    for row in found.select("kind", "table", "path", "rows", "counters").collect():
+        if row.kind == FILE_KIND:
+            written.setdefault(row.table, []).append(row.path)
+            counts[row.table] += row.rows
+        else:
+            seen = json.loads(row.counters)
+            by_command.update(seen["frames_by_command"])
+            gap_bytes += seen["gap_bytes"]
+            violations += seen["violations"]
+    counts.update(frames_by_command=dict(by_command), gap_bytes=gap_bytes, violations=violations)
+    return written, counts

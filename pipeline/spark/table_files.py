@@ -1,0 +1,131 @@
+"""Table rows written as Parquet by the flow pass's own tasks, straight from Python.
+
+Each task keeps one writer per (table, partition value) open and writes row groups as rows
+accumulate, so a table's rows never cross into the JVM and a batch writes at most one file per
+task, table and date. Files go to the table's staging folder of the batch (hive-style
+``date=...`` folders, the partition column left out of the file, as Spark writes them); the
+task reports each file it completed, and only reported files are placed and committed: files
+of a failed or speculative task attempt stay in the staging folder, which is removed whole.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import schemas
+from pipeline.session.rows import Row
+
+COMPRESSION = "zstd"
+ROW_GROUP_ROWS = 20_000  # rows held per table before they are written as a row group
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    table: str
+    path: str  # relative to the table's staging folder, e.g. "date=2025-01-15/part-....parquet"
+    rows: int
+
+
+def row_struct(table: str) -> pa.StructType:
+    """A row as the flow pass builds it: every column but ``batch_id``."""
+    arrow = schemas.load(table).arrow_schema()
+    return pa.struct([f for f in arrow if f.name != "batch_id"])
+
+
+def file_schema(table: str) -> pa.Schema:
+    """A table's columns as stored in its Parquet files: partition columns live in folders."""
+    spec = schemas.load(table)
+    return pa.schema([f for f in spec.arrow_schema() if f.name not in spec.partition_by])
+
+
+def partition_folder(names: tuple[str, ...], values: tuple[object, ...]) -> str:
+    parts = []
+    for name, value in zip(names, values, strict=True):
+        text = HIVE_NULL if value is None else quote(str(value), safe="")
+        parts.append(f"{quote(name, safe='')}={text}")
+    return "/".join(parts)
+
+
+class TableFileWriter:
+    """Rows in, Parquet files out; `close()` returns what was written."""
+
+    def __init__(self, table_dirs: dict[str, str], batch_id: str) -> None:
+        self.table_dirs = table_dirs
+        self.batch_id = batch_id
+        self._tag = uuid.uuid4().hex[:16]  # this task attempt's files
+        self._held: dict[str, list[Row]] = {}
+        self._writers: dict[tuple[str, tuple[object, ...]], tuple[pq.ParquetWriter, str]] = {}
+        self._rows: dict[tuple[str, tuple[object, ...]], int] = {}
+
+    def add(self, table: str, rows: list[Row]) -> None:
+        held = self._held.setdefault(table, [])
+        held.extend(rows)
+        if len(held) >= ROW_GROUP_ROWS:
+            self._write(table, held)
+            self._held[table] = []
+
+    def close(self) -> list[WrittenFile]:
+        for table, held in self._held.items():
+            if held:
+                self._write(table, held)
+        self._held.clear()
+        written = []
+        for key, (writer, path) in self._writers.items():
+            writer.close()
+            written.append(WrittenFile(key[0], path, self._rows[key]))
+        self._writers.clear()
+        return written
+
+    def _write(self, table: str, rows: Iterable[Row]) -> None:
+        spec = schemas.load(table)
+        struct = pa.array(list(rows), row_struct(table))
+        batch = pa.RecordBatch.from_struct_array(struct)
+        partition_by = spec.partition_by
+        keys = [batch.column(name).to_pylist() for name in partition_by]
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for index, values in enumerate(zip(*keys, strict=True)):
+            groups.setdefault(values, []).append(index)
+        stored = file_schema(table)
+        for values, indices in groups.items():
+            part = batch.take(pa.array(indices, pa.int32())) if len(groups) > 1 else batch
+            columns = [
+                pa.repeat(pa.scalar(self.batch_id, f.type), part.num_rows)
+                if f.name == "batch_id"
+                else part.column(f.name)
+                for f in stored
+            ]
+            self._writer(table, values, stored).write_table(
+                pa.Table.from_arrays(columns, schema=stored)
+            )
+            key = (table, values)
+            self._rows[key] = self._rows.get(key, 0) + part.num_rows
+
+    def _writer(
+        self, table: str, values: tuple[object, ...], stored: pa.Schema
+    ) -> pq.ParquetWriter:
+        key = (table, values)
+        found = self._writers.get(key)
+        if found is not None:
+            return found[0]
+        folder = partition_folder(schemas.load(table).partition_by, values)
+        relative = f"{folder}/part-{self._tag}-{len(self._writers):05d}.{COMPRESSION}.parquet"
+        target = Path(self.table_dirs[table]) / relative
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o750)
+        writer = pq.ParquetWriter(str(target), stored, compression=COMPRESSION)
+        self._writers[key] = (writer, relative)
+        return writer
+
+
+def write_table_rows(table: str, rows: list[Row], folder: str, batch_id: str) -> list[WrittenFile]:
+    """Rows made outside the flow pass (on the driver), written as its tasks write theirs."""
+    writer = TableFileWriter({table: folder}, batch_id)
+    writer.add(table, rows)
+    return writer.close()
