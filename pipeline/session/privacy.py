@@ -95,10 +95,12 @@ def scrub_structure(value: Any, secrets: tuple[str, ...] = ()) -> Any:
             else scrub_structure(value[key], secrets)
             for key in value
         }
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple):  # tuple subclasses (Spark's Row) come back as tuples
         if len(value) == 2 and isinstance(value[0], str) and is_secret_header(value[0]):
-            return type(value)((value[0], REDACTED))
-        return type(value)(scrub_structure(item, secrets) for item in value)
+            items = [value[0], REDACTED]
+        else:
+            items = [scrub_structure(item, secrets) for item in value]
+        return items if isinstance(value, list) else tuple(items)
     return value
 
 

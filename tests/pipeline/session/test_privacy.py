@@ -199,3 +199,4 @@ def test_scrub_structure_masks_secret_keys_pairs_and_spelled_out_text() -> None:
     assert "pw-" not in repr(clean)
     assert clean[0]["headers"] == {"passcode ": "***", "host": "/"}
     assert clean[0]["header_list"][1] == ["login", "bob"] and clean[0]["count"] == 3
+    assert scrub_structure(("passcode", "pw-5")) == ("passcode", "***")
