@@ -11,6 +11,7 @@ from pipeline.lake.batches import (
     new_batch_id,
     pending_batch,
 )
+from pipeline.lake.engines import duckdb_connect
 from pipeline.lake.fingerprint import FileFingerprint
 from pipeline.lake.layout import LEDGER, Lake
 from pipeline.lake.ledger import Ledger, LedgerScan
@@ -43,6 +44,7 @@ __all__ = [
     "commit_staged",
     "compact",
     "delta_jars_available",
+    "duckdb_connect",
     "finish_batch",
     "lake_lock",
     "list_tables",

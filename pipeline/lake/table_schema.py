@@ -21,13 +21,32 @@ class SchemaMismatch(ValueError, StompLakeError):
     exit_code = 1
 
 
+SPARK_METADATA_KEY = b"SPARK::metadata::json"
+
+
 def to_arrow_schema(schema: StructType | pa.Schema) -> pa.Schema:
     if isinstance(schema, pa.Schema):
         return schema
     from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow
 
     # Spark's TimestampType is an instant: Delta's `timestamp`, Arrow's timestamp[us, UTC].
-    return spark_to_arrow(schema, timezone="UTC")
+    return with_plain_metadata(spark_to_arrow(schema, timezone="UTC"))
+
+
+def with_plain_metadata(schema: pa.Schema) -> pa.Schema:
+    """Spark's column metadata as plain field metadata. PySpark packs a StructField's metadata
+    into one JSON value under `SPARK::metadata::json`; Delta's schema keeps field metadata as
+    it finds it, and other engines (delta-rs, Polars, DuckDB, Spark's DESCRIBE) read a column's
+    description from the standard `comment` key only."""
+    fields = []
+    for field in schema:
+        metadata = dict(field.metadata or {})
+        packed = metadata.pop(SPARK_METADATA_KEY, None)
+        if packed is not None:
+            for key, value in json.loads(packed).items():
+                metadata[key.encode()] = value if isinstance(value, str) else json.dumps(value)
+        fields.append(field.with_metadata(metadata) if metadata else field.remove_metadata())
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def to_spark_schema(schema: StructType | pa.Schema) -> StructType:
