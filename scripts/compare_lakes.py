@@ -3,14 +3,14 @@
     python scripts/compare_lakes.py LAKE_A LAKE_B [--ignore COLUMN ...]
 
 Each table is read whole from its Delta log (delta-rs), ``batch_id`` and the ignored columns
-dropped, rows sorted; the tables are equal when the sorted rows are. Prints one line a table and
-exits 1 when any differs (2 when a table is missing from one side).
+dropped, rows sorted; the tables are equal when the sorted rows are. Columns only one side has
+(a newer release's additions) are named and left out. Prints one line a table and exits 1 when
+any differs (2 when a table is missing from one side).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,12 +20,14 @@ import schemas
 from pipeline.process import run_main
 
 
-def table_rows(lake: Path, table: str, ignore: set[str]) -> list[tuple] | None:
+def read_table(lake: Path, table: str) -> pa.Table | None:
     root = lake / "tables" / table
     if not (root / "_delta_log").is_dir():
         return None
-    data: pa.Table = DeltaTable(str(root)).to_pyarrow_table()
-    names = [n for n in data.column_names if n not in ignore]
+    return DeltaTable(str(root)).to_pyarrow_table()
+
+
+def sorted_rows(data: pa.Table, names: list[str]) -> list[tuple]:
     columns = [data.column(n).to_pylist() for n in names]
     return sorted(zip(*columns, strict=True), key=repr)
 
@@ -33,18 +35,27 @@ def table_rows(lake: Path, table: str, ignore: set[str]) -> list[tuple] | None:
 def compare(a: Path, b: Path, ignore: set[str]) -> int:
     status = 0
     for table in schemas.TABLES:
-        left, right = table_rows(a, table, ignore), table_rows(b, table, ignore)
-        if left is None or right is None:
-            sides = [str(p) for p, rows in ((a, left), (b, right)) if rows is None]
-            print(f"{table}: missing in {', '.join(sides)}")
-            status = max(status, 2)
-        elif left == right:
-            print(f"{table}: {len(left)} rows, identical")
+        left_table, right_table = read_table(a, table), read_table(b, table)
+        if left_table is None or right_table is None:
+            sides = [str(p) for p, t in ((a, left_table), (b, right_table)) if t is None]
+            present = left_table if right_table is None else right_table
+            rows = 0 if present is None else present.num_rows
+            print(f"{table}: missing in {', '.join(sides)} ({rows} rows on the other side)")
+            if rows:
+                status = max(status, 2)
+            continue
+        shared = [n for n in left_table.column_names if n in right_table.column_names]
+        names = [n for n in shared if n not in ignore]
+        one_side = sorted(set(left_table.column_names) ^ set(right_table.column_names))
+        note = f" (not compared, on one side only: {', '.join(one_side)})" if one_side else ""
+        left, right = sorted_rows(left_table, names), sorted_rows(right_table, names)
+        if left == right:
+            print(f"{table}: {len(left)} rows, identical{note}")
         else:
             only_a = len(set(map(repr, left)) - set(map(repr, right)))
             only_b = len(set(map(repr, right)) - set(map(repr, left)))
             print(f"{table}: DIFFERENT ({len(left)} vs {len(right)} rows; {only_a} only in A, "
-                  f"{only_b} only in B)")  # fmt: skip
+                  f"{only_b} only in B){note}")  # fmt: skip
             status = max(status, 1)
     return status
 
