@@ -29,6 +29,9 @@ from pipeline.reassembly.connections import Connection, ConnectionTracker
 from pipeline.session import Endpoint, ModelOptions, SessionModel
 from pipeline.session.rows import Row, anomaly_row
 from pipeline.session.streams import make_chunk
+from pipeline.websocket import Transport
+from pipeline.websocket import apply as apply_transport
+from pipeline.websocket.transport import TCP
 
 SERVER_COMMANDS = (b"CONNECTED", b"MESSAGE", b"RECEIPT", b"ERROR")
 
@@ -48,6 +51,8 @@ class DriverState:
 
     tracker: ConnectionTracker
     model: SessionModel | None
+    # What carries STOMP (pipeline.websocket): plain TCP, or WebSocket after an HTTP upgrade.
+    transport: Transport | None = None
 
 
 class ConnectionDriver:
@@ -95,6 +100,9 @@ class ConnectionDriver:
         if conn is not None and packet.flags & (FIN | RST):
             sender = (packet.src_ip, packet.src_port)
             direction = Direction.of(sender == conn.client)
+            transport = state.transport
+            if transport is not None and transport.state != TCP:
+                apply_transport(model, transport.receive_eof(direction, packet.ts_ns), source)
             model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
         self._collect(model)
 
@@ -115,6 +123,7 @@ class ConnectionDriver:
         for event in state.tracker.flush():  # the tracker lets go of conn: pass it along
             if type(event) is Closed:
                 model = state.model or self._model_for(event.connection)
+                self._finish_transport(state, model, event.connection.last_ts_ns)
                 model.finish(event.connection.last_ts_ns, None if conn.closed else "capture_end")
                 self._collect(model)
                 state.model = None
@@ -161,7 +170,17 @@ class ConnectionDriver:
             assert model is not None
             direction = Direction.of(event.from_client)
             inner = event.event
-            if type(inner) is Data:
+            transport = state.transport
+            if transport is not None and transport.state != TCP:  # WebSocket, or undecided
+                if type(inner) is Data:
+                    events = transport.receive(direction, inner.ts_ns, inner.offset, inner.data)
+                    apply_transport(model, events, source)
+                elif type(inner) is Gap:
+                    events = transport.receive_gap(direction, inner.ts_ns, inner.offset, inner.size)
+                    apply_transport(model, events, source)
+                elif type(inner) is Conflict:
+                    model.on_conflict(direction, inner.ts_ns, inner.offset, inner.size, source)
+            elif type(inner) is Data:
                 model.on_data(direction, inner.ts_ns, inner.offset, inner.data, source)
             elif type(inner) is Gap:
                 model.on_gap(direction, inner.ts_ns, inner.offset, inner.size, source)
@@ -175,6 +194,7 @@ class ConnectionDriver:
             if state.model is None and self._stray(event.connection):
                 return
             model = state.model or self._model_for(event.connection)
+            self._finish_transport(state, model, event.connection.last_ts_ns)
             model.finish(event.connection.last_ts_ns)
             self._collect(model)
             state.model = None
@@ -187,7 +207,16 @@ class ConnectionDriver:
         if swap:
             conn.swap_roles()
         state.model = self._model_for(conn)
+        state.transport = Transport(mid_stream=conn.role_source not in ("syn", "syn_ack"))
         return swap
+
+    @staticmethod
+    def _finish_transport(state: DriverState, model: SessionModel, ts_ns: int) -> None:
+        """Bytes a WebSocket transport still holds (an undecided opening, an upgrade without
+        its response) are settled before the model finishes."""
+        transport, state.transport = state.transport, None
+        if transport is not None and transport.state != TCP:
+            apply_transport(model, transport.finish(ts_ns))
 
     def _stray(self, conn: Connection) -> bool:
         """True (and an anomaly row) when ``conn`` is a stray, not a session: see the module

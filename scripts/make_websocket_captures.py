@@ -1,0 +1,387 @@
+"""Real STOMP-over-WebSocket captures: RabbitMQ 3.10 with rabbitmq_web_stomp (Debian package),
+real clients, tcpdump on loopback. Each capture comes with the clients' own record of what they
+sent and received (JSON), which the tests check the tables against.
+
+    sudo .venv/bin/python scripts/make_websocket_captures.py --out DIR [--only NAME ...]
+
+Captures (DIR/<name>.pcap + DIR/<name>.record.json):
+  web-stomp        stomp.py WSStompConnection (1.2, heart-beats, client-individual ACK/NACK,
+                   receipts); @stomp/stompjs on Node `ws` with permessage-deflate and without
+                   (binary body, receipts, heart-beats, ACK/NACK); a wsproto client that
+                   fragments its frames with a ping between the fragments; a refused upgrade
+                   (wrong path -> 404)
+  web-mqtt         an upgrade to rabbitmq_web_mqtt choosing the `mqtt` subprotocol (not STOMP)
+  back-pressure    plain STOMP over TCP, heart-beat:0,0, a consumer with a 2 KiB receive buffer
+                   reading slowly while a producer floods its queue (trailing LFs split from
+                   their NUL by flow control)
+
+Needs root (tcpdump, RabbitMQ), Node with @stomp/stompjs and ws installed under work/wsnode
+(`npm install @stomp/stompjs ws`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import stomp  # noqa: E402
+from tcpdump_capture import tcpdump  # noqa: E402
+from wsproto import ConnectionType, WSConnection  # noqa: E402
+from wsproto.events import (  # noqa: E402
+    AcceptConnection,
+    BytesMessage,
+    CloseConnection,
+    Ping,
+    RejectConnection,
+    RejectData,
+    Request,
+    TextMessage,
+)
+
+from tests.support import brokers  # noqa: E402
+
+NODE_DIR = ROOT / "work" / "wsnode"
+WEB_CONF = """\
+listeners.tcp = none
+stomp.listeners.tcp.1 = 127.0.0.1:{stomp}
+web_stomp.tcp.port = {web}
+web_stomp.tcp.ip = 127.0.0.1
+web_stomp.ws_opts.compress = true
+mqtt.listeners.tcp = none
+web_mqtt.tcp.port = {mqtt}
+web_mqtt.tcp.ip = 127.0.0.1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class WebBroker:
+    stomp_port: int
+    web_port: int
+    mqtt_port: int
+    login: str = "guest"
+    passcode: str = "guest"
+
+
+@contextlib.contextmanager
+def rabbitmq_web(workdir: Path) -> Iterator[WebBroker]:
+    """RabbitMQ with rabbitmq_stomp, rabbitmq_web_stomp (compression allowed) and web MQTT."""
+    ports = WebBroker(brokers.free_port(), brokers.free_port(), brokers.free_port())
+    broker = brokers.Broker("rabbitmq", "127.0.0.1", ports.stomp_port, "guest", "guest", "/")
+    launch = brokers._rabbitmq_launch(broker, workdir)
+    (workdir / "rabbitmq.conf").write_text(
+        WEB_CONF.format(stomp=ports.stomp_port, web=ports.web_port, mqtt=ports.mqtt_port)
+    )
+    (workdir / "enabled_plugins").write_text(
+        "[rabbitmq_stomp,rabbitmq_web_stomp,rabbitmq_mqtt,rabbitmq_web_mqtt].\n"
+    )
+    with launch.log.open("wb") as log:
+        process = subprocess.Popen(
+            launch.argv,
+            cwd=workdir,
+            env=launch.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        brokers._wait_ready(broker, process, launch.log)
+        _wait_port(ports.web_port)
+        yield ports
+    finally:
+        brokers._stop(process)
+
+
+def _wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+# ---- clients ---------------------------------------------------------------------------------
+
+
+class _Recorder(stomp.ConnectionListener):
+    def __init__(self) -> None:
+        self.sent: Counter[str] = Counter()
+        self.received: Counter[str] = Counter()
+        self.heart_beats_sent = 0
+        self.heart_beats_received = 0
+        self.message_ids: list[str] = []
+        self.receipts: list[str] = []
+        self.messages = threading.Semaphore(0)
+        self.ack_ids: list[str] = []
+
+    def on_send(self, frame: Any) -> None:
+        if frame.cmd == "heartbeat" or frame.cmd is None:
+            self.heart_beats_sent += 1
+        else:
+            self.sent[frame.cmd] += 1
+
+    def on_heartbeat(self) -> None:
+        self.heart_beats_received += 1
+
+    def on_connected(self, frame: Any) -> None:
+        self.received["CONNECTED"] += 1
+
+    def on_message(self, frame: Any) -> None:
+        self.received["MESSAGE"] += 1
+        self.message_ids.append(frame.headers["message-id"])
+        self.ack_ids.append(frame.headers.get("ack", frame.headers["message-id"]))
+        self.messages.release()
+
+    def on_receipt(self, frame: Any) -> None:
+        self.received["RECEIPT"] += 1
+        self.receipts.append(frame.headers["receipt-id"])
+
+    def on_error(self, frame: Any) -> None:
+        self.received["ERROR"] += 1
+
+    def record(self, client: str) -> dict[str, Any]:
+        return {
+            "client": client,
+            "sent": dict(self.sent),
+            "received": dict(self.received),
+            "heart_beats_sent": self.heart_beats_sent,
+            "heart_beats_received": self.heart_beats_received,
+            "message_ids": self.message_ids,
+            "receipts": self.receipts,
+        }
+
+
+def stomppy_ws(broker: WebBroker) -> dict[str, Any]:
+    queue = f"/queue/ws-stomppy-{uuid.uuid4().hex[:6]}"
+    conn = stomp.WSStompConnection(
+        [("127.0.0.1", broker.web_port)], ws_path="/ws", heartbeats=(500, 500), vhost="/"
+    )
+    recorder = _Recorder()
+    conn.set_listener("record", recorder)
+    conn.connect(broker.login, broker.passcode, wait=True)
+    conn.subscribe(queue, id="1", ack="client-individual", receipt="sub-1")
+    for n in range(5):
+        conn.send(queue, json.dumps({"n": n}), receipt=f"send-{n}")
+    for _ in range(5):
+        recorder.messages.acquire(timeout=10)
+    acked, nacked = recorder.ack_ids[:4], recorder.ack_ids[4:5]
+    for ack_id in acked:
+        conn.ack(ack_id)
+    for ack_id in nacked:
+        conn.nack(ack_id, requeue=False)
+    time.sleep(1.8)  # heart-beats both ways
+    conn.disconnect(receipt="bye")
+    record = recorder.record("stomp.py WSStompConnection")
+    record.update(acked=acked, nacked=nacked, destination=queue)
+    return record
+
+
+def stompjs(broker: WebBroker, deflate: bool) -> dict[str, Any]:
+    queue = f"/queue/ws-stompjs-{uuid.uuid4().hex[:6]}"
+    url = f"ws://127.0.0.1:{broker.web_port}/ws"
+    argv = ["node", str(ROOT / "scripts" / "websocket_stompjs_client.mjs"), url, broker.login]
+    argv += [broker.passcode, queue, "1" if deflate else "0"]
+    script = NODE_DIR / "client.mjs"  # ESM resolves packages next to the script
+    script.write_text((ROOT / "scripts" / "websocket_stompjs_client.mjs").read_text())
+    argv[1] = str(script)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+    record = json.loads(out.strip().splitlines()[-1])
+    record.update(destination=queue, permessage_deflate=deflate)
+    return record
+
+
+def _ws_client(port: int, path: str, subprotocols: list[str]) -> tuple[socket.socket, WSConnection]:
+    sock = socket.create_connection(("127.0.0.1", port))
+    ws = WSConnection(ConnectionType.CLIENT)
+    request = Request(host=f"127.0.0.1:{port}", target=path, subprotocols=subprotocols)
+    sock.sendall(ws.send(request))
+    return sock, ws
+
+
+def _events(sock: socket.socket, ws: WSConnection, timeout: float = 5.0) -> list[Any]:
+    sock.settimeout(timeout)
+    data = sock.recv(65536)
+    ws.receive_data(data or None)
+    return list(ws.events())
+
+
+def fragmenting_client(broker: WebBroker) -> dict[str, Any]:
+    """wsproto sending each STOMP frame in 3 fragments, a ping between the first two."""
+    sock, ws = _ws_client(broker.web_port, "/ws", ["v12.stomp"])
+    events = _events(sock, ws)
+    assert any(isinstance(e, AcceptConnection) for e in events), events
+    record: dict[str, Any] = {"client": "wsproto fragmenting"}
+    record.update(sent=Counter(), received=Counter())
+    queue = f"/queue/ws-frag-{uuid.uuid4().hex[:6]}"
+    frames = [
+        f"CONNECT\naccept-version:1.2\nhost:/\nlogin:{broker.login}\npasscode:{broker.passcode}\n\n\0",
+        f"SUBSCRIBE\nid:0\ndestination:{queue}\nack:auto\n\n\0",
+        f"SEND\ndestination:{queue}\ncontent-type:text/plain\nreceipt:r-frag\n\n{'y' * 2000}\0",
+        "DISCONNECT\nreceipt:bye\n\n\0",
+    ]
+    received = ""
+    for frame in frames:
+        third = len(frame) // 3
+        parts = [frame[:third], frame[third : 2 * third], frame[2 * third :]]
+        sock.sendall(ws.send(TextMessage(data=parts[0], message_finished=False)))
+        sock.sendall(ws.send(Ping(payload=b"frag")))
+        sock.sendall(ws.send(TextMessage(data=parts[1], message_finished=False)))
+        sock.sendall(ws.send(TextMessage(data=parts[2], message_finished=True)))
+        record["sent"][frame.split("\n", 1)[0]] += 1
+        time.sleep(0.3)
+        with contextlib.suppress(TimeoutError):
+            for event in _events(sock, ws, 1.0):
+                if isinstance(event, TextMessage):
+                    received += event.data
+    for chunk in received.split("\0"):
+        command = chunk.lstrip("\r\n").split("\n", 1)[0]
+        if command:
+            record["received"][command] += 1
+    with contextlib.suppress(Exception):
+        sock.sendall(ws.send(CloseConnection(code=1000, reason="done")))
+        _events(sock, ws, 2.0)
+    sock.close()
+    record["sent"], record["received"] = dict(record["sent"]), dict(record["received"])
+    record.update(destination=queue, pings_sent=len(frames))
+    return record
+
+
+def refused_upgrade(broker: WebBroker) -> dict[str, Any]:
+    sock, ws = _ws_client(broker.web_port, "/nope", ["v12.stomp"])
+    status = None
+    with contextlib.suppress(TimeoutError):
+        for event in _events(sock, ws):
+            if isinstance(event, RejectConnection):
+                status = event.status_code
+            elif isinstance(event, RejectData):
+                pass
+    sock.close()
+    return {"client": "wsproto refused", "path": "/nope", "status": status}
+
+
+def mqtt_upgrade(broker: WebBroker) -> dict[str, Any]:
+    sock, ws = _ws_client(broker.mqtt_port, "/ws", ["mqtt"])
+    events = _events(sock, ws)
+    accepted = [e for e in events if isinstance(e, AcceptConnection)]
+    chosen = accepted[0].subprotocol if accepted else None
+    # MQTT 3.1.1 CONNECT: client id "sl", clean session, keep-alive 10 s, guest/guest
+    payload = b"\x00\x02sl" + b"\x00\x05guest" + b"\x00\x05guest"
+    variable = b"\x00\x04MQTT\x04\xc2\x00\x0a"
+    packet = bytes([0x10, len(variable) + len(payload)]) + variable + payload
+    sock.sendall(ws.send(BytesMessage(data=packet)))
+    connack = b""
+    with contextlib.suppress(TimeoutError):
+        for event in _events(sock, ws):
+            if isinstance(event, BytesMessage):
+                connack += bytes(event.data)
+    with contextlib.suppress(Exception):
+        sock.sendall(ws.send(CloseConnection(code=1000)))
+        _events(sock, ws, 2.0)
+    sock.close()
+    return {"client": "wsproto mqtt", "subprotocol": chosen, "connack": connack.hex()}
+
+
+def back_pressure(broker: WebBroker, messages: int = 300, size: int = 8) -> dict[str, Any]:
+    """A slow consumer with a 2 KiB receive buffer and a 100-byte MSS (so that the broker's
+    segments, sent as the window opens, often end between a NUL and its LF); its own parse is
+    the record."""
+    queue = f"/queue/slow-{uuid.uuid4().hex[:6]}"
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 100)
+    sock.connect(("127.0.0.1", broker.stomp_port))
+    hello = "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0"
+    sock.sendall(hello.encode())
+    sock.sendall(f"SUBSCRIBE\nid:0\ndestination:{queue}\nack:auto\n\n\0".encode())
+    producer = stomp.Connection12([("127.0.0.1", broker.stomp_port)], vhost="/")
+    producer.connect("guest", "guest", wait=True)
+    for n in range(messages):
+        producer.send(queue, f"{n:06d}" + "z" * size)
+    stream = b""
+    deadline = time.monotonic() + 120
+    sock.settimeout(2)
+    while stream.count(b"MESSAGE\n") < messages and time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            stream += sock.recv(256)
+        time.sleep(0.003)
+    sock.sendall(b"DISCONNECT\nreceipt:bye\n\n\0")
+    with contextlib.suppress(TimeoutError):
+        stream += sock.recv(4096)
+    sock.close()
+    producer.disconnect()
+    return {
+        "client": "raw socket, SO_RCVBUF 2048, TCP_MAXSEG 100, 256-byte reads every 3 ms",
+        "destination": queue,
+        "messages_received": stream.count(b"MESSAGE\n"),
+        "heart_beat": "0,0",
+        "s2c_bytes_received": len(stream),
+        "frames_received_nul_lf": stream.count(b"\0\n"),
+    }
+
+
+# ---- captures ----------------------------------------------------------------------------------
+
+
+def capture(name: str, out: Path, port: int, scenarios: list[Any]) -> dict[str, Any]:
+    pcap = out / f"{name}.pcap"
+    with tcpdump(pcap, port, nanoseconds=True) as stats:
+        records = [scenario() for scenario in scenarios]
+    record = {
+        "capture": pcap.name,
+        "port": port,
+        "broker": "RabbitMQ 3.10.8 (Debian rabbitmq-server, rabbitmq_web_stomp)",
+        "packets": stats.captured,
+        "dropped_by_kernel": stats.dropped_by_kernel,
+        "connections": records,
+    }
+    (out / f"{name}.record.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", nargs="*", default=["web-stomp", "web-mqtt", "back-pressure"])
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="stomp-lake-web-") as tmp, rabbitmq_web(Path(tmp)) as b:
+        if "web-stomp" in args.only:
+            capture(
+                "web-stomp",
+                args.out,
+                b.web_port,
+                [
+                    lambda: stomppy_ws(b),
+                    lambda: stompjs(b, deflate=True),
+                    lambda: stompjs(b, deflate=False),
+                    lambda: fragmenting_client(b),
+                    lambda: refused_upgrade(b),
+                ],
+            )
+        if "web-mqtt" in args.only:
+            capture("web-mqtt", args.out, b.mqtt_port, [lambda: mqtt_upgrade(b)])
+        if "back-pressure" in args.only:
+            capture("back-pressure", args.out, b.stomp_port, [lambda: back_pressure(b)])
+    print(f"captures in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
