@@ -18,8 +18,8 @@ from pipeline.commands.options import (
     version,
 )
 from pipeline.errors import StompLakeError
+from pipeline.net import DEFAULT_BROKER_PORTS
 
-DEFAULT_BROKER_PORTS = (61613, 61614)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
 
@@ -75,8 +75,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         type=_ports,
         default=",".join(map(str, DEFAULT_BROKER_PORTS)),
         metavar="PORT,PORT",
-        help="broker ports, for connections whose handshake was not captured "
-        "(default %(default)s)",
+        help="broker ports, for connections whose handshake was not captured (default %(default)s)",
     )
     parser.add_argument(
         "--open-connections",
@@ -167,9 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stomp-lake {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = _command(
-        sub, "run", "ingest capture files into the lake's Delta tables", RUN_DESCRIPTION
-    )
+    run = _command(sub, "run", "ingest capture files into the lake's Delta tables", RUN_DESCRIPTION)
     add_inputs(run)
     _add_run_options(run)
 

@@ -29,6 +29,7 @@ from pipeline.lake.staged_tables import (
     stage_written,
     staging_folders,
 )
+from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, SparkSettings
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
@@ -46,7 +47,7 @@ class RunConfig:
     verbosity: int = 0  # -1 quiet, 0 default, 1-2 verbose: Spark's logging
     batch_id: str | None = None
     options: ModelOptions = field(default_factory=ModelOptions)
-    broker_ports: tuple[int, ...] = (61613, 61614)
+    broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
     close_open: bool = False
     wait_lock: float = 0.0
     validate: bool = True

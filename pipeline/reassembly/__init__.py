@@ -7,7 +7,8 @@ Public API:
     ConnectionTracker(*, broker_ports=(), max_pending_bytes=..., history_bytes=...,
                       reuse_after_idle_ns=120 s)
         .add(packet, payload) -> list[Opened | Segment | Closed]; .flush(); .swap_roles()
-    canonical_key(packet), connection_id(ip_a, port_a, ip_b, port_b, first_ts_ns, opening_seq, ordinal)
+    canonical_key(packet)
+    connection_id(ip_a, port_a, ip_b, port_b, first_ts_ns, opening_seq, ordinal)
     LocalReassembly(paths, *, broker_ports=()) -> iterate ConnectionEvents
 """
 

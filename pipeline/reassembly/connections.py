@@ -33,20 +33,17 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
+from pipeline.ingest.records import TcpPacket
+from pipeline.net import ACK, FIN, RST, SYN, Endpoint, FlowEnds, flow_ends
 from pipeline.reassembly.stream import StreamEvent, StreamReassembler
 
-Endpoint = tuple[str, int]
 FAR_AWAY = 1 << 24  # sequence distance taken as "another connection" after a close
 REUSE_AFTER_IDLE_NS = 120 * 10**9  # a repeated SYN after this much silence is a new connection
 
 
-def canonical_key(packet: TcpPacket) -> tuple[str, int, str, int]:
+def canonical_key(packet: TcpPacket) -> FlowEnds:
     """The 4-tuple with the smaller (ip, port) endpoint first: the grouping key."""
-    a, b = (packet.src_ip, packet.src_port), (packet.dst_ip, packet.dst_port)
-    if b < a:
-        a, b = b, a
-    return a[0], a[1], b[0], b[1]
+    return flow_ends(packet.src_ip, packet.src_port, packet.dst_ip, packet.dst_port)
 
 
 def connection_id(
@@ -84,11 +81,11 @@ class Connection:
 
     @property
     def client(self) -> Endpoint:
-        return self.client_ip, self.client_port
+        return Endpoint(self.client_ip, self.client_port)
 
     @property
     def server(self) -> Endpoint:
-        return self.server_ip, self.server_port
+        return Endpoint(self.server_ip, self.server_port)
 
     @property
     def closed(self) -> bool:

@@ -29,11 +29,10 @@ import heapq
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from pipeline.net import FIN, RST, SYN
+
 SEQ_MOD = 1 << 32
 HALF = 1 << 31
-FIN = 0x01
-SYN = 0x02
-RST = 0x04
 
 
 @dataclass(slots=True, frozen=True)

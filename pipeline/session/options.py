@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.net import Endpoint
+
+__all__ = ["BODY_MODES", "Endpoint", "ModelOptions"]
+
 BODY_MODES: frozenset[str] = frozenset({"hash", "preview", "full"})
 
 
@@ -23,9 +27,3 @@ class ModelOptions:
             raise ValueError("preview_bytes must be >= 0")
         if self.max_pending_messages < 1:
             raise ValueError("max_pending_messages must be >= 1")
-
-
-@dataclass(slots=True, frozen=True)
-class Endpoint:
-    ip: str
-    port: int

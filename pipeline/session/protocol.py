@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pipeline.net import Direction
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.deliveries import AUTO, DeliveryLedger, Subscription
 from pipeline.session.negotiation import Handshake, Problem
@@ -19,9 +20,9 @@ from pipeline.session.streams import Chunk, Stamp
 from pipeline.session.transactions import ABORTED, COMMITTED, UNFINISHED, BoundAck, Transaction
 from pipeline.stomp import Frame
 
-C2S = "c2s"
-S2C = "s2c"
-SIDE = {C2S: "client", S2C: "server"}
+C2S = Direction.C2S
+S2C = Direction.S2C
+SIDE = {C2S: C2S.side, S2C: S2C.side}
 ACK_MODES: frozenset[str] = frozenset({"auto", "client", "client-individual"})
 
 Headers = dict[str, str]
