@@ -1,9 +1,9 @@
 """The interactive SQL prompt of `stomp-lake sql`: statements end with `;`, backslash commands
-act at once, line editing and a history file come from readline when stdin is a terminal."""
+act at once. On a terminal, `pipeline.audit.line_editor` reads whole statements (completion,
+multi-line editing, a private history file); piped input is read line by line."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -34,28 +34,6 @@ End a statement with ';' (it may span lines). Every table of the lake is a view 
 
 def history_path() -> Path:
     return Path(os.environ.get(HISTORY_ENV, Path.home() / ".stomp_lake_sql_history"))
-
-
-def enable_history(path: Path) -> Callable[[], None] | None:
-    """Line editing and persistent history; returns the function that saves the history, or
-    None where readline is missing."""
-    try:
-        import readline
-    except ImportError:
-        return None
-    readline.set_history_length(HISTORY_LENGTH)
-    with contextlib.suppress(OSError):
-        readline.read_history_file(path)
-
-    def save() -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            readline.write_history_file(path)
-            os.chmod(path, 0o600)  # queries may name logins and destinations
-        except OSError:
-            pass
-
-    return save
 
 
 class SqlPrompt:

@@ -64,11 +64,15 @@ def _run(spark: SparkSession, statements: list[str], args: argparse.Namespace) -
 
 
 def _interactive(spark: SparkSession, tables: list[str], args: argparse.Namespace) -> int:
-    from pipeline.audit.prompt import SqlPrompt, enable_history, history_path
+    """On a terminal, prompt-toolkit edits whole statements and completes names; piped input
+    is read line by line."""
+    from pipeline.audit.prompt import SqlPrompt, history_path
 
-    save_history = enable_history(history_path()) if sys.stdin.isatty() else None
-    try:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return SqlPrompt(spark, tables, sys.stdout, fmt=args.format, limit=args.limit).loop()
-    finally:
-        if save_history is not None:
-            save_history()
+    from pipeline.audit.line_editor import terminal_reader
+
+    columns = {name: spark.table(name).columns for name in tables}
+    read = terminal_reader(columns, history_path())
+    prompt = SqlPrompt(spark, tables, sys.stdout, fmt=args.format, limit=args.limit, read=read)
+    return prompt.loop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
@@ -42,19 +43,40 @@ caption { text-align: left; font-weight: 600; padding-bottom: 0.3rem; }
 th, td { border-bottom: 1px solid #e5e5e5; padding: 0.2rem 0.6rem; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f4f4; }
-.tables { display: flex; flex-direction: column; gap: 1rem; max-height: 32rem; overflow: auto; }
+.tables { display: flex; flex-direction: column; gap: 1rem; }
+.multiples { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; }
+.key { font-size: 0.85rem; color: #444; }
+.key .sent { border-top: 2px solid #0072B2; display: inline-block; width: 2rem; }
+.key .delivered { border-top: 2px dashed #D55E00; display: inline-block; width: 2rem; }
+/* Printing (or saving as PDF) keeps every row: no scroll boxes, rows never split across pages,
+   table headings repeated on each page, charts kept whole. */
+@page { size: A4; margin: 12mm; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 10pt; }
+  nav { display: none; }
+  .pair { display: block; }
+  figure, svg.chart, tr, caption, h2 { break-inside: avoid; }
+  h2 { break-after: avoid; }
+  thead { display: table-header-group; }
+  table { margin-top: 0.6rem; }
+  svg.chart { max-width: 100%; height: auto; }
+}
 """
+
+# Columns whose numbers are names, not quantities: printed without thousands separators.
+_PLAIN_COLUMN = re.compile(r"(^|[\s_])(port|id|ids|seq|index|version|year)$")
 
 
 def render_table(table: Table) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
+    plain = [bool(_PLAIN_COLUMN.search(c.lower())) for c in table.columns]
     rows = []
     for row in table.rows:
         cells = "".join(
-            f'<td class="num">{escape(_text(v))}</td>'
+            f'<td class="num">{escape(_text(v, bare))}</td>'
             if isinstance(v, int | float) and not isinstance(v, bool)
-            else f"<td>{escape(_text(v))}</td>"
-            for v in row
+            else f"<td>{escape(_text(v, bare))}</td>"
+            for v, bare in zip(row, plain, strict=False)
         )
         rows.append(f"<tr>{cells}</tr>")
     if not rows:
@@ -86,9 +108,11 @@ def render_page(title: str, meta: str, sections: Sequence[Section]) -> str:
     )
 
 
-def _text(value: Cell) -> str:
+def _text(value: Cell, plain: bool = False) -> str:
     if value is None:
         return "–"
+    if plain and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if isinstance(value, float):
         return f"{value:,.3f}".rstrip("0").rstrip(".") if value != int(value) else f"{value:,.0f}"
     if isinstance(value, int) and not isinstance(value, bool):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
-from pipeline.audit.prompt import SqlPrompt, enable_history
+from pipeline.audit.prompt import SqlPrompt
 from pipeline.audit.views import register_views
 from tests.pipeline.audit.sample_lake import connections, shared_sample_lake
 
@@ -107,15 +107,3 @@ def test_ctrl_c_drops_the_statement_being_typed(session) -> None:
     text = _run(session, ["SELECT 'dropped' AS x", KeyboardInterrupt(), "SELECT 'kept' AS y;"])
     assert "dropped" not in text
     assert "kept" in text
-
-
-def test_history_is_saved_private(tmp_path) -> None:
-    history = tmp_path / "history"
-    save = enable_history(history)
-    assert save is not None
-    import readline
-
-    readline.add_history("SELECT 1;")
-    save()
-    assert "SELECT 1;" in history.read_text()
-    assert history.stat().st_mode & 0o777 == 0o600

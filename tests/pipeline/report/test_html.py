@@ -22,3 +22,18 @@ def test_a_page_is_self_contained() -> None:
     assert '<section id="rates">' in page and "About &lt;it&gt;." in page
     for remote in ("http:", "https:", "<script", "<link", "@import", "url("):
         assert remote not in page
+
+
+def test_ports_and_ids_print_without_separators_quantities_with() -> None:
+    html = render_table(
+        Table(("client", "port", "session id", "bytes"), [("10.0.0.1", 41790, 123456, 41790)])
+    )
+    assert '<td class="num">41790</td><td class="num">123456</td>' in html
+    assert '<td class="num">41,790</td>' in html
+
+
+def test_the_page_prints_whole() -> None:
+    page = render_page("Report", "meta", [])
+    assert "overflow" not in page and "max-height" not in page  # no scroll box to clip rows
+    assert "@media print" in page and "break-inside: avoid" in page
+    assert "thead { display: table-header-group; }" in page
