@@ -385,6 +385,122 @@ def random_on_broker_port() -> tuple[bytes, Expected]:
     ]
 
 
+WEB_PORT = 15674  # RabbitMQ Web-STOMP's port; detection does not depend on it
+WS_KEY = "dGhlIHNhbXBsZSBub25jZQ=="
+WS_ACCEPT = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+
+def _upgrade(net: int, extensions: str = "") -> tuple[bytes, bytes]:
+    request = (
+        f"GET /ws HTTP/1.1\r\nHost: 127.0.{net}.2:{WEB_PORT}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {WS_KEY}\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: v12.stomp, v11.stomp, v10.stomp\r\n"
+        "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n"
+    ).encode()
+    response = (
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Accept: {WS_ACCEPT}\r\nSec-WebSocket-Protocol: v12.stomp\r\n"
+        f"{extensions}\r\n"
+    ).encode()
+    return request, response
+
+
+def _ws_frame(
+    opcode: int, payload: bytes, *, mask: bytes | None, fin: bool = True, rsv: int = 0
+) -> bytes:
+    size = len(payload)
+    head = bytes([(0x80 if fin else 0) | rsv | opcode])
+    flag = 0x80 if mask is not None else 0
+    if size < 126:
+        head += bytes([flag | size])
+    elif size < 65536:
+        head += bytes([flag | 126]) + struct.pack("!H", size)
+    else:
+        head += bytes([flag | 127]) + struct.pack("!Q", size)
+    if mask is not None:
+        head += mask
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return head + payload
+
+
+def _websocket(net: int, chunks: list[tuple[bool, bytes]]) -> bytes:
+    conv = g.Conversation(
+        client=(f"127.0.{net}.1", 50000 + net),
+        server=(f"127.0.{net}.2", WEB_PORT),
+        chunks=[g.Chunk(c, data, gap_ns=2_000_000) for c, data in chunks],
+        start_ns=1_763_700_000_000_000_000 + net * 1_000_000_000,
+    )
+    return g.pcap_bytes(g.generate([conv]).packets)
+
+
+_MASK = b"\x12\x34\x56\x78"
+_CONNECTED = b"CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\x00\n"
+
+
+def _connect(net: int) -> bytes:
+    headers = f"accept-version:1.2\nhost:/\nlogin:guest\npasscode:S3cret-{net:02d}-guest"
+    return f"CONNECT\n{headers}\n\n\x00".encode()
+
+
+def websocket_unmasked_client() -> tuple[bytes, Expected]:
+    """A client that sends its frames unmasked (and a server that masks its own)."""
+    request, response = _upgrade(12)
+    chunks = [
+        (True, request),
+        (False, response),
+        (True, _ws_frame(1, _connect(12), mask=None)),
+        (False, _ws_frame(1, _CONNECTED, mask=_MASK)),
+        (True, _ws_frame(1, b"DISCONNECT\n\n\x00", mask=None)),
+    ]
+    return _websocket(12, chunks), [
+        {"source": "websocket", "kind": "websocket_unmasked_client_frame", "file_offset": None},
+        {"source": "websocket", "kind": "websocket_masked_server_frame", "file_offset": None},
+    ]
+
+
+def websocket_bad_frames() -> tuple[bytes, Expected]:
+    """A reserved opcode, a ping over 125 bytes, RSV2, a close with code 1005 (local only)."""
+    request, response = _upgrade(13)
+    chunks = [
+        (True, request),
+        (False, response),
+        (True, _ws_frame(1, _connect(13), mask=_MASK)),
+        (False, _ws_frame(1, _CONNECTED, mask=None)),
+        (True, _ws_frame(3, b"reserved", mask=_MASK)),
+        (True, _ws_frame(9, b"p" * 200, mask=_MASK)),
+        (True, _ws_frame(1, b"\n", mask=_MASK, rsv=0x20)),
+        (False, _ws_frame(8, struct.pack("!H", 1005) + b"bye", mask=None)),
+    ]
+    return _websocket(13, chunks), [
+        {"source": "websocket", "kind": "websocket_bad_opcode", "file_offset": None},
+        {"source": "websocket", "kind": "websocket_bad_control_frame", "file_offset": None},
+        {"source": "websocket", "kind": "websocket_reserved_bits", "file_offset": None},
+        {"source": "websocket", "kind": "websocket_invalid_close", "file_offset": None},
+    ]
+
+
+def websocket_inflate_garbage() -> tuple[bytes, Expected]:
+    """permessage-deflate agreed, then a 'compressed' message that is not DEFLATE data."""
+    request, response = _upgrade(14, "Sec-WebSocket-Extensions: permessage-deflate\r\n")
+    chunks = [
+        (True, request),
+        (False, response),
+        (True, _ws_frame(1, b"\xff\xff\xff\xff\xff", mask=_MASK, rsv=0x40)),
+    ]
+    return _websocket(14, chunks), [
+        {"source": "websocket", "kind": "websocket_inflate_failed", "file_offset": None}
+    ]
+
+
+def websocket_refused() -> tuple[bytes, Expected]:
+    """The upgrade answered 403: recorded, nothing decoded as STOMP."""
+    request, _ = _upgrade(15)
+    refusal = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nForbidden"
+    return _websocket(15, [(True, request), (False, refusal)]), [
+        {"source": "websocket", "kind": "websocket_upgrade_refused", "file_offset": None}
+    ]
+
+
 FILES = {
     "truncated.pcap": truncated,
     "corrupt-record-length.pcap": corrupt_record_length,
@@ -397,6 +513,10 @@ FILES = {
     "header-line-1mb.pcap": header_line_1mb,
     "invalid-utf8.pcap": invalid_utf8,
     "frame-never-ends.pcap": frame_never_ends,
+    "websocket-unmasked-client.pcap": websocket_unmasked_client,
+    "websocket-bad-frames.pcap": websocket_bad_frames,
+    "websocket-inflate-garbage.pcap": websocket_inflate_garbage,
+    "websocket-refused.pcap": websocket_refused,
 }
 
 
