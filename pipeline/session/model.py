@@ -143,10 +143,13 @@ class SessionModel:
         *,
         tcp_offset: int | None = None,
         whole_message: bool = False,
+        tcp_frames: tuple[tuple[int, int], ...] = (),
     ) -> None:
         """``offset`` is the position in the direction's STOMP stream (the TCP stream, unless
-        the connection is WebSocket: then ``tcp_offset`` is the WebSocket frame's position in
-        the TCP stream and ``whole_message`` says ``data`` is a whole data message)."""
+        the connection is WebSocket: then ``tcp_offset`` is the position in the TCP stream of the
+        WebSocket frame carrying the first byte, ``tcp_frames`` the (offset, TCP offset) of each
+        later frame the bytes came from, and ``whole_message`` says ``data`` is a whole data
+        message)."""
         stream = self._streams[direction]
         if not data:
             return
@@ -165,6 +168,7 @@ class SessionModel:
         chunk = make_chunk(offset, offset + len(data), ts_ns, source)
         if tcp_offset is not None:
             chunk.tcp_start = tcp_offset
+            chunk.tcp_frames = tcp_frames
             chunk.beat_message = whole_message and not data.strip(b"\r\n")
         if self._first is None:
             self._first = chunk
@@ -403,7 +407,7 @@ class SessionModel:
             frame.start,
             frame.end - frame.start,
             violation,
-            None if self._websocket is None else first.tcp_start,
+            None if self._websocket is None else first.tcp_offset_of(frame.start),
         )
         out.tables["frames"].append(row)
         self._protocol.on_frame(direction, index, headers, frame, body, first)

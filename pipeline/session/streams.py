@@ -7,8 +7,10 @@ pending frame or heart-beat can still refer to them.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from datetime import date, datetime
+from operator import itemgetter
 
 from pipeline.session.clock import to_datetime
 from pipeline.stomp import Decoder
@@ -36,6 +38,14 @@ class Chunk(Stamp):
     file_offset: int | None
     tcp_start: int | None = None  # WebSocket: TCP offset of the frame that carried the bytes
     beat_message: bool = False  # WebSocket: a whole message of EOLs only, a heart-beat
+    tcp_frames: tuple[tuple[int, int], ...] = ()  # WebSocket: (start, TCP offset) of later frames
+
+    def tcp_offset_of(self, offset: int) -> int | None:
+        """WebSocket: the TCP offset of the frame that carried the byte at stream ``offset``."""
+        frames = self.tcp_frames
+        if not frames or offset < frames[0][0]:
+            return self.tcp_start
+        return frames[bisect_right(frames, offset, key=itemgetter(0)) - 1][1]
 
 
 def make_stamp(ts_ns: int) -> Stamp:

@@ -46,10 +46,11 @@ class Inflater:
         """Inflate part of a compressed message's payload."""
         return self._inflate(data)
 
-    def end_message(self) -> bytes:
-        """The message's last bytes; resets the window without context takeover."""
+    def end_message(self, data: bytes = b"") -> bytes:
+        """Inflate the message's last ``data`` and end it; resets the window without context
+        takeover."""
         try:
-            return self._inflate(MESSAGE_TAIL)
+            return self._inflate(data + MESSAGE_TAIL)
         finally:
             self._message_bytes = 0
             if self.no_context_takeover:

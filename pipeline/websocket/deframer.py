@@ -81,10 +81,12 @@ class Deframer:
         "_message",
         "_compressed",
         "_utf8",
+        "_text",
         "_first_piece",
         "_inflate_broken",
         "_out",
         "_ts",
+        "_pending",
     )
 
     def __init__(
@@ -108,11 +110,13 @@ class Deframer:
         self._frame: _Frame | None = None
         self._message: int | None = None  # opcode of the open data message
         self._compressed = False
-        self._utf8: codecs.IncrementalDecoder | None = None
+        self._utf8: codecs.IncrementalDecoder | None = None  # once a text message is not ASCII
+        self._text = False  # the open message is text, not yet found invalid
         self._first_piece = True  # the next STOMP bytes are the first of their message
         self._inflate_broken = False
         self._out: list[Event] = []
         self._ts = 0
+        self._pending: list[tuple[int, int, bytes]] = []  # (stomp_offset, tcp_offset, bytes)
 
     # ---- input ---------------------------------------------------------------------------------
 
@@ -134,6 +138,7 @@ class Deframer:
             position += take
             self._payload(frame, piece, frame.done + take == frame.length)
         self.tcp_offset += size
+        self._flush()
         return out
 
     def feed_gap(self, size: int, ts_ns: int) -> list[Event]:
@@ -153,6 +158,7 @@ class Deframer:
             and frame.length - frame.done >= size
         ):
             frame.done += size  # the mask phase follows frame.done
+            self._flush()
             out.append(StompGap(self.direction, ts_ns, self.stomp_offset, size))
             self.stomp_offset += size
             self._first_piece = False
@@ -259,7 +265,8 @@ class Deframer:
     def _open_message(self, opcode: int, *, compressed: bool) -> None:
         self._message = opcode
         self._compressed = compressed
-        self._utf8 = _UTF8() if opcode == TEXT else None
+        self._text = opcode == TEXT
+        self._utf8 = None
         self._first_piece = True
 
     def _payload(self, frame: _Frame, piece: bytes, last: bool) -> None:
@@ -278,14 +285,18 @@ class Deframer:
         ends_message = last_of_frame and frame.fin
         if self._compressed:
             piece = self._inflate(piece, frame.start, ends_message)
-        if self._utf8 is not None and piece:
+        if self._text and piece and (self._utf8 is not None or not piece.isascii()):
             self._check_utf8(piece, frame.start, final=False)
         if ends_message and self._utf8 is not None:
             self._check_utf8(b"", frame.start, final=True)
         if piece:
-            whole = self._first_piece and ends_message
             offset = self.stomp_offset
-            self._out.append(StompData(self.direction, self._ts, offset, frame.start, piece, whole))
+            if self._first_piece and ends_message and not piece.strip(b"\r\n"):
+                self._flush()  # a message of EOLs only: a heart-beat, on its own
+                beat = StompData(self.direction, self._ts, offset, frame.start, piece, True)
+                self._out.append(beat)
+            else:
+                self._pending.append((offset, frame.start, piece))
             self.stomp_offset += len(piece)
             self._first_piece = False
 
@@ -295,9 +306,10 @@ class Deframer:
         out = b""
         if not self._inflate_broken:
             try:
-                out = inflater.feed(piece) if piece else b""
                 if ends_message:
-                    out += inflater.end_message()
+                    out = inflater.end_message(piece)
+                else:
+                    out = inflater.feed(piece) if piece else b""
             except InflateError as error:
                 self._violation(v.INFLATE_FAILED, start, str(error))
                 self._inflate_broken = True
@@ -308,12 +320,15 @@ class Deframer:
         return out
 
     def _check_utf8(self, piece: bytes, start: int, *, final: bool) -> None:
-        assert self._utf8 is not None
+        """Text messages must be UTF-8; an ASCII-only message never builds a decoder."""
+        if self._utf8 is None:
+            self._utf8 = _UTF8()
         try:
             self._utf8.decode(piece, final)
         except UnicodeDecodeError as error:
             self._violation(v.INVALID_UTF8, start, f"text message: {error.reason}")
-            self._utf8 = None  # once per message
+            self._utf8 = None
+            self._text = False  # once per message
 
     def _end_frame(self, frame: _Frame) -> None:
         self._frame = None
@@ -322,6 +337,7 @@ class Deframer:
         elif not frame.skip and frame.fin:
             self._message = None
             self._utf8 = None
+            self._text = False
         elif frame.skip and frame.fin and frame.opcode in DATA_OPCODES:
             self._message = None
 
@@ -331,6 +347,7 @@ class Deframer:
             self._inflate(b"", start, True)
         self._message = None
         self._utf8 = None
+        self._text = False
 
     def _control(self, frame: _Frame) -> None:
         payload = bytes(frame.control or b"")
@@ -352,8 +369,30 @@ class Deframer:
         control = Control(
             self.direction, self._ts, frame.start, kind, frame.length, payload, code, reason
         )
+        self._flush()
         self._out.append(control)
 
     def _violation(self, kind: str, tcp_offset: int, detail: str) -> None:
+        self._flush()
         event = Violation(self.direction, self._ts, tcp_offset, self.stomp_offset, kind, detail)
         self._out.append(event)
+
+    def _flush(self) -> None:
+        """Pending STOMP pieces become one StompData (fewer, larger chunks for the model)."""
+        pending = self._pending
+        if not pending:
+            return
+        stomp_offset, tcp_offset, data = pending[0]
+        if len(pending) == 1:
+            event = StompData(self.direction, self._ts, stomp_offset, tcp_offset, data, False)
+        else:
+            frames: list[tuple[int, int]] = []
+            for start, tcp, _ in pending:
+                if tcp != (frames[-1][1] if frames else tcp_offset):
+                    frames.append((start, tcp))
+            joined = b"".join(piece for _, _, piece in pending)
+            event = StompData(
+                self.direction, self._ts, stomp_offset, tcp_offset, joined, False, tuple(frames)
+            )
+        self._out.append(event)
+        pending.clear()

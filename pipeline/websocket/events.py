@@ -7,16 +7,20 @@ concatenated in order.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
+from operator import itemgetter
 
 
 @dataclass(slots=True, frozen=True)
 class StompData:
-    """STOMP bytes carried by a data message (or part of one).
+    """STOMP bytes carried by data messages (the pieces one TCP chunk completed, joined).
 
-    ``tcp_offset`` is where the WebSocket frame carrying them starts; ``ts_ns`` is the capture
-    time of the TCP data that completed them. ``whole_message`` says the bytes are an entire
-    WebSocket message (so a message of EOLs only is a heart-beat of its own)."""
+    ``tcp_offset`` is where the WebSocket frame carrying the first byte starts, ``frames``
+    lists (stomp_offset, tcp_offset) for each WebSocket frame the bytes came from (empty: one
+    frame); ``ts_ns`` is the capture time of the TCP data that completed them.
+    ``whole_message`` marks a WebSocket message of EOLs only, received whole: a heart-beat of
+    its own, never joined with other bytes."""
 
     direction: str
     ts_ns: int
@@ -24,6 +28,14 @@ class StompData:
     tcp_offset: int
     data: bytes
     whole_message: bool
+    frames: tuple[tuple[int, int], ...] = ()
+
+    def tcp_offset_of(self, stomp_offset: int) -> int:
+        """The TCP offset of the WebSocket frame that carried the byte at ``stomp_offset``."""
+        frames = self.frames
+        if not frames or stomp_offset < frames[0][0]:
+            return self.tcp_offset
+        return frames[bisect_right(frames, stomp_offset, key=itemgetter(0)) - 1][1]
 
 
 @dataclass(slots=True, frozen=True)

@@ -30,6 +30,7 @@ def apply(
                 source,
                 tcp_offset=event.tcp_offset,  # type: ignore[union-attr]
                 whole_message=event.whole_message,  # type: ignore[union-attr]
+                tcp_frames=event.frames,  # type: ignore[union-attr]
             )
         elif kind is StompGap:
             model.on_gap(event.direction, event.ts_ns, event.stomp_offset, event.size, source)  # type: ignore[union-attr]

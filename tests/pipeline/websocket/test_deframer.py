@@ -51,8 +51,9 @@ def test_payload_lengths_7_16_and_64_bit() -> None:
     events = _run(wire, from_client=False, step=4096)
     assert _stomp(events) == b"".join(bodies)
     assert _kinds(events) == []
-    # each StompData names the TCP offset of the frame carrying it
-    starts = sorted({e.tcp_offset for e in events if isinstance(e, StompData)})
+    # each StompData names the TCP offsets of the frames carrying its bytes
+    data = [e for e in events if isinstance(e, StompData)]
+    starts = sorted({e.tcp_offset for e in data} | {tcp for e in data for _, tcp in e.frames})
     expected, at = [], 100
     for body in bodies:
         expected.append(at)
@@ -77,11 +78,11 @@ def test_fragmented_message_with_control_frames_in_between() -> None:
     assert not any(e.whole_message for e in events if isinstance(e, StompData))
 
 
-def test_whole_message_flag_marks_a_message_received_in_one_piece() -> None:
+def test_a_message_of_eols_only_comes_alone_and_marked_whole() -> None:
     server = Side(False)
     events = _run(server.text("\n") + server.text(STOMP), from_client=False)
     data = [e for e in events if isinstance(e, StompData)]
-    assert [(e.data, e.whole_message) for e in data] == [(b"\n", True), (STOMP, True)]
+    assert [(e.data, e.whole_message) for e in data] == [(b"\n", True), (STOMP, False)]
 
 
 def test_close_with_code_and_reason() -> None:
