@@ -65,7 +65,7 @@ class ArrowPools:
             return None
         try:
             so_version = pyarrow.cpp_build_info.so_version
-            library = Path(pyarrow.__file__).with_name(f"libarrow.so.{so_version}")
+            library = Path(str(pyarrow.__file__)).with_name(f"libarrow.so.{so_version}")
             # CDLL (not PyDLL) releases the GIL during each call; the library is already loaded,
             # so this only returns a handle to it.
             return cls(ctypes.CDLL(str(library)))

@@ -29,7 +29,7 @@ INSIDE_INTERVAL = datetime(2026, 11, 20, 9, 30, tzinfo=UTC).timestamp()
 # Closed in the interval: three whole samples and the first half of one cut at its middle, as
 # rotation would, so connections open at the cut are carried (with the one the RabbitMQ sample
 # leaves open) for the maintenance DAG to expire.
-WHOLE_SAMPLES = ("activemq-queues-acks.pcap", "rabbitmq-heartbeat-errors.pcap")
+WHOLE_SAMPLES: tuple[str, ...] = ("activemq-queues-acks.pcap", "rabbitmq-heartbeat-errors.pcap")
 WHOLE_SAMPLES += ("rabbitmq-topics-tx.pcapng",)
 SPLIT_SAMPLE = "activemq-heartbeat-v10.pcap"
 # The Spark master comes from the Airflow Connection; the environment says otherwise.

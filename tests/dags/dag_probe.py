@@ -15,14 +15,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 
 
-def load() -> tuple[object, float]:
+def load() -> tuple[Any, float]:  # an Airflow DagBag
     from airflow.dag_processing.dagbag import DagBag
 
     started = time.monotonic()
@@ -144,6 +145,6 @@ def settings(cases: str) -> list[dict]:
 
 
 if __name__ == "__main__":
-    commands = {"report": report, "test": test, "settings": settings}
+    commands: dict[str, Callable[..., Any]] = {"report": report, "test": test, "settings": settings}
     result = commands[sys.argv[1]](*sys.argv[2:])
     print("@@" + json.dumps(result, default=str), flush=True)

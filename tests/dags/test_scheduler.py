@@ -274,7 +274,7 @@ def test_dags_under_a_real_scheduler(airflow_venv: Path, tmp_path: Path) -> None
         failpoint_file.write_text(FAILPOINT)  # taken by the next ingest attempt: the second run's
         second_run = wait_for(
             "the second ingestion run to finish",
-            lambda: (r := _nth_run(metadata, 1)) and r.state in ("success", "failed") and r,
+            lambda: _finished_run(metadata, 1, INGEST),
             RUN_TIMEOUT_S,
             home,
         )
@@ -284,9 +284,7 @@ def test_dags_under_a_real_scheduler(airflow_venv: Path, tmp_path: Path) -> None
         unpause(airflow_venv, home, extra, MAINTENANCE)
         maintenance = wait_for(
             "a scheduled maintenance run to finish",
-            lambda: (
-                (r := _nth_run(metadata, 0, MAINTENANCE)) and r.state in ("success", "failed") and r
-            ),
+            lambda: _finished_run(metadata, 0, MAINTENANCE),
             RUN_TIMEOUT_S,
             home,
         )
@@ -339,6 +337,11 @@ def _nth_run(metadata: Metadata, index: int, dag_id: str = INGEST) -> Run | None
     return runs[index] if len(runs) > index else None
 
 
+def _finished_run(metadata: Metadata, index: int, dag_id: str) -> Run | None:
+    run = _nth_run(metadata, index, dag_id)
+    return run if run is not None and run.state in ("success", "failed") else None
+
+
 def unpause(venv: Path, home: Path, extra: dict[str, str], dag_id: str) -> None:
     run_airflow(venv, home, [str(venv / "bin" / "airflow"), "dags", "unpause", dag_id], extra)
 
@@ -361,13 +364,8 @@ def batches_by_interval(lake: Path) -> dict[datetime, dict[str, set[str]]]:
 
 
 def committed_tables(lake: Path, batch_ids: list[str]) -> list[str]:
-    import sys
+    from stomp_lake_dags.maintain import committed_tables as tables_of  # dags/ is on sys.path
 
     from pipeline.lake import Lake
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags" / "stomp_lake_dags"))
-    try:
-        from maintain import committed_tables as tables_of
-    finally:
-        sys.path.pop(0)
     return tables_of(Lake(lake), batch_ids)
