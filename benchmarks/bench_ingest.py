@@ -62,7 +62,8 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     timings = {"spark_start": time.perf_counter() - started}
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
     config = RunnerConfig(tuple(paths), close_open=True)
-    out: dict[str, object] = {"timings": timings, "cpu": {}}
+    cpu_by_phase: dict[str, object] = {}
+    out: dict[str, object] = {"timings": timings, "cpu": cpu_by_phase}
     for rep in ("", "warm_"):
         cpu = cpu_seconds_by_command(os.getpid())
         mark = time.perf_counter()
@@ -71,12 +72,12 @@ def ours_child(paths: list[str]) -> dict[str, object]:
         rows = {r["record_type"]: r["count"] for r in counted}
         timings[f"{rep}packets_frame"] = time.perf_counter() - mark
         now = cpu_seconds_by_command(os.getpid())
-        out["cpu"][f"{rep}packets_frame"], cpu = cpu_used(cpu, now), now
+        cpu_by_phase[f"{rep}packets_frame"], cpu = cpu_used(cpu, now), now
         mark = time.perf_counter()
         tagged = flow_pass(packets, None, config, partitions)
         kinds = {r["kind"]: r["count"] for r in tagged.groupBy("kind").count().collect()}
         timings[f"{rep}flow_pass"] = time.perf_counter() - mark
-        out["cpu"][f"{rep}flow_pass"] = cpu_used(cpu, cpu_seconds_by_command(os.getpid()))
+        cpu_by_phase[f"{rep}flow_pass"] = cpu_used(cpu, cpu_seconds_by_command(os.getpid()))
         packets.unpersist()
         out["packet_rows"], out["output_rows"] = rows, kinds
     spark.stop()

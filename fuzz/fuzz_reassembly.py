@@ -130,12 +130,12 @@ def check_tracker(items: list[TcpPacket], blob: bytes) -> None:
 
 
 def run_flows(
-    items: list[TcpPacket], path: str, close_open: bool, states: Sequence[dict] = ()
+    items: list[TcpPacket], path: str, close_open: bool, carried: Sequence[dict] = ()
 ) -> tuple[dict, list[dict]]:
     """Table rows (by table) and state rows of the flow runner over carried states, then the
     packets as one flow piece."""
     runner = FlowRunner(RunnerConfig((path,), close_open=close_open))
-    for row in states:
+    for row in carried:
         runner.resume(row["flow_key"], row["state"])
     builder = PieceBuilder(0)
     for packet in items:
@@ -179,7 +179,7 @@ def check(data: bytes) -> None:
     first, states = run_flows(items[:cut], path, close_open=False)
     if not states:  # closed at the cut: finished there (later packets start a new connection)
         return
-    second, left = run_flows(items[cut:], path, close_open=True, states=states)
+    second, left = run_flows(items[cut:], path, close_open=True, carried=states)
     assert not left
     for table, produced in first.items():
         second.setdefault(table, []).extend(produced)

@@ -173,7 +173,7 @@ class ConnectionTracker:
         """Take the next packet of the 4-tuple (capture-time order) with its captured payload."""
         events: list[ConnectionEvent] = []
         conn = self.connection
-        sender = (packet.src_ip, packet.src_port)
+        sender = Endpoint(packet.src_ip, packet.src_port)
         if conn is not None and sender != conn.client and sender != conn.server:
             self.foreign_packets += 1
             return events
@@ -203,7 +203,7 @@ class ConnectionTracker:
         conn = self.connection
         if conn is None:
             return False
-        sender = (src_ip, src_port)
+        sender = Endpoint(src_ip, src_port)
         stream = self._streams.get(sender)
         if stream is None:
             return False

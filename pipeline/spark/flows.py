@@ -4,9 +4,11 @@ driven through its connection driver (`pipeline.driver`).
 The pass is a single `mapInArrow` over partitions sorted by (flow, first packet of the piece):
 one flow's pieces arrive together and in order, so memory holds the pieces of one flow that
 overlap in time and one connection's reassembly and decoder state, never the connection's bytes.
-Its output is one row per produced table row, tagged with the table name and carried in that
-table's struct column; `split_tables` turns it into one DataFrame per table. State of
-connections still open travels in the same stream, tagged `_state`.
+In a run, each task writes the table rows it makes as Parquet itself (`table_files`: rows never
+cross into the JVM) and outputs only a row per file it wrote (`_file`) and one of counters
+(`_counters`); without staging folders (tests, fuzzing) table rows come out as rows tagged with
+the table name in that table's struct column, which `split_tables` turns into one DataFrame per
+table. State of connections still open travels in the same stream, tagged `_state`.
 """
 
 from __future__ import annotations

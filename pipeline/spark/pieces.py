@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.ingest.records import TcpPacket
-from pipeline.net import flow_key, key_ends
+from pipeline.net import FlowEnds, flow_key, key_ends
 
 __all__ = ["PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "unpack"]
 
@@ -63,15 +63,15 @@ class PieceBuilder:
 
     def __init__(self, file_id: int) -> None:
         self.file_id = file_id
-        self._flows: dict[tuple[str, int, str, int], list[tuple]] = {}
+        self._flows: dict[FlowEnds, list[tuple]] = {}
 
     def add(self, p: TcpPacket) -> None:
         src, dst = (p.src_ip, p.src_port), (p.dst_ip, p.dst_port)
         reverse = dst < src
-        ends = (dst + src) if reverse else (src + dst)
-        rows = self._flows.get(ends)  # type: ignore[call-overload]
+        ends: FlowEnds = (dst + src) if reverse else (src + dst)
+        rows = self._flows.get(ends)
         if rows is None:
-            rows = self._flows[ends] = []  # type: ignore[index]
+            rows = self._flows[ends] = []
         rows.append(
             (
                 p.ts_ns,

@@ -7,7 +7,13 @@ import pytest
 import schemas
 from pipeline.lake import Lake, begin_batch, list_tables, read_table
 from pipeline.lake.orphans import data_files
-from pipeline.lake.staged_tables import commit_tables, discard_tables, stage_tables
+from pipeline.lake.staged_tables import (
+    commit_tables,
+    discard_tables,
+    stage_tables,
+    stage_written,
+    staging_folders,
+)
 from tests.pipeline.validation.batch_rows import good_batch, to_frames
 
 pytestmark = pytest.mark.spark
@@ -47,3 +53,50 @@ def test_discarded_tables_leave_no_file_behind(spark, tmp_path: Path) -> None:
     for name in schemas.TABLES:
         assert data_files(lake.table_path(name)) == []
         assert not any((lake.table_path(name) / "_staging").glob("*"))
+
+
+def _written_by_tasks(lake: Lake, batch_id: str, rows: dict[str, list[dict]]):
+    """The batch's rows written as the flow pass's tasks write them, two writers a table."""
+    from pipeline.spark.table_files import TableFileWriter, row_struct
+
+    folders = staging_folders(lake, batch_id, schemas.TABLES)
+    dirs = {name: str(folder / "parquet") for name, folder in folders.items()}
+    written: dict[str, list[str]] = {}
+    for half in (0, 1):
+        writer = TableFileWriter(dirs, batch_id)
+        for name, table_rows in rows.items():
+            names = [f.name for f in row_struct(name)]
+            mine = [{n: r[n] for n in names} for r in table_rows[half::2]]
+            if mine:
+                writer.add(name, mine)
+        for done in writer.close():
+            written.setdefault(done.table, []).append(done.path)
+    return folders, written
+
+
+def test_files_the_tasks_wrote_are_staged_read_back_and_committed(spark, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    begin_batch(lake, (), batch_id="b1")
+    rows = good_batch("b1")
+    computed = to_frames(spark, rows)
+    folders, written = _written_by_tasks(lake, "b1", rows)
+    stray = folders["frames"] / "parquet" / "date=2025-01-15" / "part-failed-attempt.parquet"
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_bytes(b"not reported by any task")  # a failed attempt's file: never placed
+
+    staged = stage_written(spark, lake, "b1", folders, written)
+    assert set(staged.staged) == set(schemas.TABLES) and not staged.committed
+    for name, frame in computed.items():
+        assert _contents(staged.frames[name]) == _contents(frame), name
+    assert list_tables(lake) == []
+    versions = commit_tables(staged)
+    assert set(versions) == set(schemas.TABLES)
+    assert _contents(read_table(spark, lake, "frames")) == _contents(computed["frames"])
+    assert not stray.exists()  # the staging folder went with the commit
+
+    folders, written = _written_by_tasks(lake, "b1", rows)  # resumed: validated, not re-staged
+    again = stage_written(spark, lake, "b1", folders, written)
+    assert again.committed == set(schemas.TABLES) and not again.staged
+    assert _contents(again.frames["frames"]) == _contents(computed["frames"])
+    assert commit_tables(again) == versions
+    assert not any(folder.exists() for folder in folders.values())
