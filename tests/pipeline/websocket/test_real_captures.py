@@ -160,3 +160,21 @@ def test_the_connection_driver_gives_the_same_tables(rows: Rows) -> None:
     assert sorted(map(key, driven["frames"])) == sorted(map(key, rows["frames"]))
     assert [a["kind"] for a in driven["anomalies"]] == [a["kind"] for a in rows["anomalies"]]
     assert all(a["file"] == str(WEB_STOMP) for a in driven["anomalies"])
+
+
+def test_the_flow_runner_of_the_spark_pass_gives_the_same_tables(rows: Rows) -> None:
+    from pipeline.spark.flows import FlowRunner, RunnerConfig
+    from pipeline.spark.pieces import PieceBuilder
+
+    builder = PieceBuilder(0)
+    with CaptureReader(str(WEB_STOMP)) as reader:
+        for item in reader:
+            if type(item) is TcpPacket:
+                builder.add(item)
+    runner = FlowRunner(RunnerConfig((str(WEB_STOMP),), close_open=True))
+    for piece in builder.pieces():
+        runner.feed_piece(piece)
+    runner.close()
+    counts = {kind: len(drained) for kind, drained, _ in runner.drain()}
+    for table in ("sessions", "frames", "messages", "acks", "heartbeats", "websocket_controls"):
+        assert counts.get(table, 0) == len(rows[table]), table
