@@ -11,9 +11,10 @@ keeps its connection structure even when payload is lost. Payload lost at the di
 errors) is recorded in the file, as a capture-loss block, once writes succeed again.
 
 Files are written as ``<name>.partial`` and renamed when complete, with mode 0640 by default.
-Queued records reach the file within ``flush_seconds`` (unless the disk is behind), and the
-file is fdatasync'ed at most that long after a write: a crash of the process loses what was
-queued, a power loss at most ``flush_seconds`` of written data as well.
+Queued records reach the file within ``flush_seconds`` (unless the disk is behind), and an
+fdatasync of the file starts at most that long after a write (on a thread of its own, so
+writing goes on meanwhile): a crash of the process loses what was queued, a power loss also
+what was written since the last fdatasync that completed.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class CaptureWriter:
     _unrecorded_loss: dict[str, list[int]] = field(default_factory=dict)  # flow: bytes, records
     _synced_monotonic: float = 0.0
     _unsynced: bool = False
+    _syncing: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -265,16 +267,31 @@ class CaptureWriter:
         )
 
     def _sync_if_due(self) -> None:
-        """fdatasync the open file once ``flush_seconds`` have passed since the last one."""
+        """Start an fdatasync of the open file once ``flush_seconds`` have passed since the
+        last one. It runs on a thread of its own (on a duplicate descriptor, so rotation may
+        close the file meanwhile): the writer goes on writing while the disk catches up."""
         f = self._file
-        if f is None or not self._sync_due():
+        if f is None or self._syncing.locked() or not self._sync_due():
             return
-        try:
-            os.fdatasync(f.fd)
-        except OSError as exc:
-            self._note_failure(exc)
         self._synced_monotonic = time.monotonic()
         self._unsynced = False
+        self._syncing.acquire()
+        try:
+            fd = os.dup(f.fd)
+        except OSError as exc:
+            self._syncing.release()
+            self._note_failure(exc)
+            return
+        threading.Thread(target=self._sync, args=(fd,), name="capture-sync", daemon=True).start()
+
+    def _sync(self, fd: int) -> None:
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            self._note_failure(exc)
+        finally:
+            os.close(fd)
+            self._syncing.release()
 
     def _seconds_until_rotation(self) -> float | None:
         if self._file is None or self.rotation.max_seconds is None:
