@@ -223,6 +223,8 @@ class SessionModel:
     def on_websocket_handshake(self, handshake: HandshakeSeen) -> None:
         """The connection is STOMP over WebSocket: the sessions row gets its upgrade."""
         self._websocket = handshake
+        if handshake.request_ns is not None:
+            self._touch(handshake.request_ns)  # the session starts with the upgrade request
         self._touch(handshake.ts_ns)
 
     def on_websocket_control(self, control: Control, source: tuple[str, int] | None = None) -> None:

@@ -83,7 +83,8 @@ class HandshakeSeen:
     """The HTTP upgrade of a WebSocket connection, once the response (or its absence) is known.
 
     ``status`` is None when the capture ended before the response. ``stomp`` says whether the
-    data messages are decoded as STOMP (101 and a STOMP subprotocol, or none chosen)."""
+    data messages are decoded as STOMP (101 and a STOMP subprotocol, or none chosen).
+    ``request_ns`` is the capture time of the request's first bytes."""
 
     ts_ns: int
     path: str | None
@@ -96,6 +97,7 @@ class HandshakeSeen:
     extensions: str | None
     status: int | None
     stomp: bool
+    request_ns: int | None = None
 
 
 @dataclass(slots=True, frozen=True)

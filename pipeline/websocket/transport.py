@@ -61,6 +61,7 @@ class Transport:
         "_deframers",
         "_pings",
         "_ignored_bytes",
+        "_request_ns",
     )
 
     def __init__(self, *, mid_stream: bool = False) -> None:
@@ -73,6 +74,7 @@ class Transport:
         self._deframers: dict[str, Deframer] = {}
         self._pings: dict[str, deque[tuple[bytes, int]]] = {C2S: deque(), S2C: deque()}
         self._ignored_bytes = 0
+        self._request_ns: int | None = None
 
     @property
     def websocket(self) -> bool:
@@ -139,6 +141,7 @@ class Transport:
         if not decided:
             return self._decide_tcp(ts_ns)
         self._request_end = head_end(request)
+        self._request_ns = held[0][1]
         self.state = AWAITING_RESPONSE
         return self._await_response(ts_ns, collected=True)
 
@@ -193,6 +196,7 @@ class Transport:
             ", ".join(extensions) or None,
             status,
             stomp,
+            self._request_ns,
         )
         out.insert(0, self.handshake)
         held, self._held = self._held, []
@@ -233,6 +237,7 @@ class Transport:
                 None,
                 None,
                 False,
+                self._request_ns,
             )
             out.append(self.handshake)
         if problem is not None:

@@ -135,3 +135,10 @@ def test_refused_upgrade_is_a_session_with_an_anomaly_and_no_frames() -> None:
     assert rows["frames"] == []
     (anomaly,) = rows["anomalies"]
     assert anomaly["source"] == "websocket" and anomaly["kind"] == "websocket_upgrade_refused"
+
+
+def test_a_websocket_session_starts_with_its_upgrade_request() -> None:
+    talk = WsConversation()
+    rows = talk.finish(5)
+    (session,) = rows["sessions"]
+    assert session["started_at_ns"] == T0  # the request, held while the transport decided
