@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from pipeline.commands.options import verbosity
+from pipeline.commands.progress import RunProgress
+from pipeline.lake.layout import Lake
 from pipeline.runner import RunConfig, RunResult, discover, run
 from pipeline.session import ModelOptions
 from pipeline.session.clock import to_datetime
 from pipeline.stomp.commands import ALL_COMMANDS
+from pipeline.validation.docs_index import batch_page_path
 
 # Re-exported for callers written before the runner had a module of its own.
 __all__ = ["RunConfig", "RunResult", "config_from_args", "discover", "format_summary", "run"]
@@ -65,9 +67,12 @@ def format_summary(result: RunResult, lake: Path) -> str:
             lines.append(f"    ... and {len(paths) - LISTED_SKIPPED} more")
     report = result.validation
     if report is not None:
-        lines.append(f"validation: {len(report.outcomes)} expectations passed")
-        if report.docs_index is not None:
-            lines.append(f"data docs: {report.docs_index}")
+        docs = Lake(lake).docs_dir
+        lines.append(
+            f"validation: {len(report.outcomes)} expectations passed: "
+            f"{batch_page_path(Lake(lake), report.batch_id)}"
+        )
+        lines.append(f"validation runs: {docs / 'index.html'}")
     lines.append(f"tables: {Path(lake).resolve() / 'tables'}")
     return "\n".join(lines)
 
@@ -86,12 +91,8 @@ def _known(by_command: dict[str, int]) -> list[tuple[str, int]]:
 def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
     """Errors of the StompLakeError family propagate: the CLI maps them to exit codes."""
     config = config_from_args(args)
-
-    def progress(message: str) -> None:
-        if config.verbosity >= 0:
-            print(f"[stomp-lake] {message}", file=sys.stderr, flush=True)
-
-    result = run(config, progress)
+    with RunProgress(config.verbosity) as progress:
+        result = run(config, progress)
     print(format_summary(result, config.lake))
     if demo:
         print(f"query them: .venv/bin/stomp-lake tables --lake {config.lake}")

@@ -10,6 +10,8 @@ scratch space goes under $TMPDIR, not into the current folder.
 from __future__ import annotations
 
 import os
+import pty
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -61,6 +63,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Place:
     (inbox / "notes.pcap").write_text("# not a capture\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STOMP_LAKE_")}
     env.update(TMPDIR=str(tmpdir), STOMP_LAKE_LAKE=str(root / "lake"))
+    env["STOMP_LAKE_PROGRESS_SECONDS"] = "1"
     env["STOMP_LAKE_INPUT"] = str(inbox)
     return Place(cwd, tmpdir, root / "lake", inbox, env)
 
@@ -83,12 +86,75 @@ def test_the_run_lands_the_capture_and_names_the_other_file(
     assert sessions.num_rows > 0
 
 
+def test_the_summary_points_at_validation_pages_that_work_offline(
+    place: Place, first: subprocess.CompletedProcess[str]
+) -> None:
+    assert first.returncode == 0
+    docs = place.lake / "docs"
+    index = docs / "index.html"
+    assert f"validation runs: {index}" in first.stdout
+    batch_page = next(docs.glob("*/validation.html"))
+    assert f"expectations passed: {batch_page}" in first.stdout
+    for page in (index, batch_page):
+        text = page.read_text()
+        for remote in ("http:", "https:", "<script", "<link", "url("):
+            assert remote not in text, (page, remote)
+    assert "as expected" in batch_page.read_text()
+
+
 def test_nothing_of_sparks_start_up_reaches_the_terminal(
     first: subprocess.CompletedProcess[str],
 ) -> None:
     for noise in NOISE:
         assert noise not in first.stderr, noise
     assert all(line.startswith("[stomp-lake] ") for line in first.stderr.splitlines())
+
+
+def test_in_a_log_progress_is_a_plain_line_now_and_then(
+    first: subprocess.CompletedProcess[str],
+) -> None:
+    lines = first.stderr.splitlines()
+    stages = [i for i, line in enumerate(lines) if line.startswith("[stomp-lake] stage ")]
+    assert len(stages) == 4
+    updates = [line for line in lines if re.match(r"\[stomp-lake\]   stage \d/4: \d+ Spark", line)]
+    assert updates, first.stderr
+    assert all(re.search(r", \d+ s$", line) for line in updates)
+    assert len(updates) <= 2 * len(lines)  # not a line per poll
+
+
+def test_on_a_terminal_progress_is_a_live_display(place: Place, tmp_path: Path) -> None:
+    """The same command on a pseudo-terminal: rich draws a line per stage with a bar of the
+    running Spark tasks and ticks each stage off."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / SAMPLE.name).write_bytes(SAMPLE.read_bytes())
+    env = dict(place.env, STOMP_LAKE_INPUT=str(inbox), STOMP_LAKE_LAKE=str(tmp_path / "lake"))
+    env.update(TERM="xterm-256color", COLUMNS="120")
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [str(STOMP_LAKE), "run", "--master", "local[2]", "--no-validate"],
+        cwd=place.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=follower,
+    )  # fmt: skip
+    os.close(follower)
+    screen = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the last writer closed the terminal
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(leader)
+    stdout = process.communicate(timeout=600)[0].decode()
+    text = screen.decode("utf-8", "replace")
+    assert process.returncode == 0, text[-3000:]
+    assert "tables:" in stdout
+    assert "\x1b[" in text  # drawn, not printed
+    for stage in ("stage 1/4", "stage 2/4", "stage 3/4", "stage 4/4"):
+        assert stage in text
+    assert "━" in text and "✓" in text and " jobs" in text
 
 
 def test_scratch_space_is_under_tmpdir_never_the_current_folder(
@@ -108,3 +174,30 @@ def test_the_next_run_names_the_other_file_again_and_q_keeps_quiet(
     assert again.stderr == ""
     assert "skipped (not a capture file): 1 files" in again.stdout
     assert "batch None: 0 files" in again.stdout
+
+
+def test_other_engines_read_every_table_with_its_descriptions(
+    place: Place, first: subprocess.CompletedProcess[str]
+) -> None:
+    """delta-rs, Polars and DuckDB (offline, `duckdb_connect`) on every table the run wrote;
+    each column's description is Delta's `comment`, shown by delta-rs and DuckDB."""
+    import polars
+
+    import schemas
+    from pipeline.lake import duckdb_connect
+
+    assert first.returncode == 0
+    con = duckdb_connect(place.lake)
+    for name in schemas.TABLES:
+        path = place.lake / "tables" / name
+        table = DeltaTable(str(path))
+        described = schemas.load(name).columns
+        comments = {f.name: f.metadata.get("comment") for f in table.schema().fields}
+        assert comments == {c.name: c.description for c in described}, name
+        rows = table.to_pyarrow_table().num_rows
+        assert polars.read_delta(table).height == rows, name
+        assert con.sql(f'SELECT count(*) FROM "{name}"').fetchone() == (rows,), name
+        shown = con.sql(
+            f"SELECT column_name, comment FROM duckdb_columns() WHERE table_name = '{name}'"
+        ).fetchall()
+        assert dict(shown) == {c.name: c.description for c in described}, name

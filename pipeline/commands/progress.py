@@ -1,0 +1,205 @@
+"""What `stomp-lake run` shows while it works.
+
+The runner reports its stages as lines ("stage 2/4: ...") and hands over its SparkSession once
+Spark is up (`attach`); from then on a thread polls Spark's status tracker for the tasks of the
+stages running now and the jobs done since the pipeline stage began. On a terminal that drives a
+live display (rich), one line per pipeline stage with a bar over the running Spark tasks; in a
+log (Airflow, cron) the same figures go out as a plain line, at most every
+`$STOMP_LAKE_PROGRESS_SECONDS` (default 10) seconds and only when they changed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from rich.progress import Progress, TaskID
+
+PREFIX = "[stomp-lake] "
+INTERVAL_VARIABLE = "STOMP_LAKE_PROGRESS_SECONDS"
+DEFAULT_PLAIN_INTERVAL_S = 10.0
+POLL_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class SparkActivity:
+    """Spark's work as the status tracker sees it at one moment."""
+
+    tasks_done: int = 0  # in the stages running now
+    tasks: int = 0
+    jobs_done: int = 0  # since the tracker was created, or since a pipeline stage began
+
+    def describe(self) -> str:
+        parts = [f"{self.jobs_done} Spark jobs done"]
+        if self.tasks:
+            parts.append(f"tasks {self.tasks_done}/{self.tasks} of the running stages")
+        return ", ".join(parts)
+
+
+class SparkTracker:
+    def __init__(self, spark: SparkSession) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self._done_before = self._jobs_done()
+
+    def _jobs_done(self) -> int:
+        infos = (self._tracker.getJobInfo(job) for job in self._tracker.getJobIdsForGroup())
+        return sum(1 for info in infos if info is not None and info.status == "SUCCEEDED")
+
+    def poll(self) -> SparkActivity:
+        done = total = 0
+        for stage_id in self._tracker.getActiveStageIds():
+            info = self._tracker.getStageInfo(stage_id)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        return SparkActivity(done, total, self._jobs_done() - self._done_before)
+
+
+class RunProgress:
+    """The runner's `progress`: call with a message; `attach(spark)` once Spark is up; a context
+    manager around the run. `verbosity` < 0 shows nothing."""
+
+    def __init__(
+        self,
+        verbosity: int = 0,
+        stream: TextIO | None = None,
+        *,
+        live: bool | None = None,
+        interval_s: float | None = None,
+    ) -> None:
+        self.stream = stream or sys.stderr
+        self.quiet = verbosity < 0
+        self.live = self.stream.isatty() if live is None else live
+        self.interval_s = (
+            interval_s
+            if interval_s is not None
+            else float(os.environ.get(INTERVAL_VARIABLE) or DEFAULT_PLAIN_INTERVAL_S)
+        )
+        self._tracker: SparkTracker | None = None
+        self._stage: str | None = None
+        self._stage_started = time.monotonic()
+        self._last_line: tuple[str, SparkActivity] | None = None
+        self._last_line_at = 0.0
+        self._jobs_seen = 0  # by the last poll: a pipeline stage counts its jobs from here
+        self._jobs_base = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._rich: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> RunProgress:
+        if not self.quiet and self.live:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._rich = Progress(
+                SpinnerColumn(finished_text="[green]✓"),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[jobs]}"),
+                TimeElapsedColumn(),
+                console=Console(file=self.stream),
+                transient=False,
+            )
+            self._rich.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        if self._rich is not None:
+            self._finish_task()
+            self._rich.stop()
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            if message.startswith("stage "):
+                self._start_stage(message)
+            elif self._rich is not None:
+                self._rich.console.print(message, markup=False, highlight=False)
+            else:
+                self._line(message)
+
+    def attach(self, spark: SparkSession) -> None:
+        if self.quiet or self._thread is not None:
+            return
+        self._tracker = SparkTracker(spark)
+        self._thread = threading.Thread(target=self._poll, name="run-progress", daemon=True)
+        self._thread.start()
+
+    def _start_stage(self, message: str) -> None:
+        self._stage = message
+        self._stage_started = time.monotonic()
+        self._jobs_base = self._jobs_seen
+        self._last_line = None
+        if self._rich is None:
+            self._line(message)
+            self._last_line_at = time.monotonic()
+            return
+        self._finish_task()
+        self._task = self._rich.add_task(message, total=None, jobs="")
+
+    def _finish_task(self) -> None:
+        if self._rich is not None and self._task is not None:
+            task = self._rich.tasks[self._task]
+            total = task.total or task.completed or 1
+            self._rich.update(self._task, total=total, completed=total)
+
+    def _line(self, message: str) -> None:
+        print(f"{PREFIX}{message}", file=self.stream, flush=True)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_S):
+            tracker = self._tracker
+            if tracker is None:
+                continue
+            try:
+                activity = tracker.poll()
+            except Exception:  # noqa: BLE001 - Spark stopping under us: progress is not worth a crash
+                return
+            with self._lock:
+                self._show(activity)
+
+    def _show(self, activity: SparkActivity) -> None:
+        self._jobs_seen = activity.jobs_done
+        activity = SparkActivity(
+            activity.tasks_done, activity.tasks, activity.jobs_done - self._jobs_base
+        )
+        if self._stage is None:
+            return
+        if self._rich is not None and self._task is not None:
+            self._rich.update(
+                self._task,
+                total=activity.tasks or None,
+                completed=activity.tasks_done,
+                jobs=f"{activity.jobs_done} jobs",
+            )
+            return
+        now = time.monotonic()
+        if now - self._last_line_at < self.interval_s:
+            return
+        if self._last_line == (self._stage, activity):
+            return
+        self._last_line = (self._stage, activity)
+        self._last_line_at = now
+        elapsed = now - self._stage_started
+        label = self._stage.split(":", 1)[0]
+        self._line(f"  {label}: {activity.describe()}, {elapsed:.0f} s")
