@@ -41,12 +41,17 @@ class ReportInfo:
 def build_report(spark: SparkSession, info: ReportInfo) -> str:
     sessions, messages = spark.table("sessions"), spark.table("messages")
     heartbeats, anomalies = spark.table("heartbeats"), spark.table("anomalies")
+    errors, receipts = spark.table("errors"), spark.table("receipts")
     span = _rows(data.traffic_span(messages, sessions))[0]
     first_last = (span["first_us"], span["last_us"])
     sections = [
         overview_section(sessions, messages, anomalies, info.window, first_last),
         rates_section(messages, first_last),
         ack_latency_section(spark, messages),
+        delivery_latency_section(messages),
+        connect_latency_section(sessions),
+        receipt_latency_section(receipts),
+        errors_section(errors, sessions),
         heartbeat_section(spark, heartbeats),
         end_reason_section(sessions),
         talkers_section(sessions),
@@ -87,10 +92,14 @@ def overview_section(
     return Section("overview", "Overview", describe_window(window).capitalize() + ".", "", [table])
 
 
+SENT_COLOR, DELIVERED_COLOR = PALETTE[0], PALETTE[3]
+
+
 def rates_section(messages: DataFrame, span_us: tuple[int | None, int | None]) -> Section:
     about = (
-        "SEND (solid) and MESSAGE (dashed) frames per second for the busiest destinations; "
-        "the rest are summed as '(other)'."
+        "SEND (sent, solid) and MESSAGE (delivered, dashed) frames per second, one small chart "
+        "per destination on the same time axis, busiest first; the rest are summed as "
+        "'(other)'. Each chart has its own scale: compare shapes, read values in the table."
     )
     first_us, last_us = span_us
     rows = []
@@ -113,30 +122,30 @@ def rates_section(messages: DataFrame, span_us: tuple[int | None, int | None]) -
         counts[(name, r["bucket_us"])][1] += r["delivered"]
     names = top + (["(other)"] if len(ranked) > len(top) else [])
     buckets = range(min(b for _, b in counts), max(b for _, b in counts) + 1, width * 1_000_000)
-    series, summary = [], []
-    for i, name in enumerate(names):
-        color = PALETTE[i % len(PALETTE)]
-        peaks = []
-        for kind, label in ((0, "sent"), (1, "delivered")):
+    charts, summary = [], []
+    for name in names:
+        series, peaks = [], []
+        for kind, label, color in ((0, "sent", SENT_COLOR), (1, "delivered", DELIVERED_COLOR)):
             values = [counts.get((name, b), [0, 0])[kind] for b in buckets]
-            if not any(values):
-                peaks.append(None)
-                continue
             points = tuple((_utc(b), v / width) for b, v in zip(buckets, values, strict=True))
             tips = tuple(
                 f"{name}: {v} {label} in the {width} s from {t:%H:%M:%S} ({number(v / width)}/s)"
                 for (t, _), v in zip(points, values, strict=True)
             )
-            series.append(Series(f"{name} {label}", points, tips, color, dashed=kind == 1))
-            peak = max(range(len(values)), key=values.__getitem__)
-            peaks.append((values[peak] / width, points[peak][0]))
+            if any(values):
+                series.append(Series(label, points, tips, color, dashed=kind == 1))
+                peak = max(range(len(values)), key=values.__getitem__)
+                peaks.append((values[peak] / width, points[peak][0]))
+            else:
+                peaks.append(None)
+        charts.append(time_lines(name, series, y_title="messages / s", width=360, height=230))
         sent, delivered = totals[name] if name in totals else _sum_other(totals, top)
-        summary.append(
-            (name, sent, delivered, *(_peak_text(p) for p in peaks)),
-        )
-    chart = time_lines(
-        f"Messages per second per destination ({width} s buckets)", series, y_title="messages / s"
+        summary.append((name, sent, delivered, *(_peak_text(p) for p in peaks)))
+    key = (
+        '<div class="key"><span class="sent"></span> sent (SEND) '
+        '<span class="delivered"></span> delivered (MESSAGE)</div>'
     )
+    chart = f'{key}<div class="multiples">{"".join(charts)}</div>'
     table = Table(
         ("destination", "sent", "delivered", "peak sent/s", "peak delivered/s"),
         summary,
@@ -197,6 +206,141 @@ def ack_latency_section(spark: SparkSession, messages: DataFrame) -> Section:
     )
     histogram = Table(("latency ms", "messages", "cumulative %"), rows, caption="Distribution")
     return Section("ack-latency", "Ack latency", about, chart, [stats, histogram, slowest])
+
+
+def latency_parts(
+    frame: DataFrame, column: str, label: str, unit_of_count: str
+) -> tuple[str, list[Table]]:
+    """A latency histogram (with cumulative share per bin) and its percentiles."""
+    counts = {
+        r["bin"]: r["n"]
+        for r in _rows(data.latency_histogram(frame, column, data.LATENCY_EDGES_MS))
+    }
+    labels = data.bin_labels(data.LATENCY_EDGES_MS)
+    groups, rows = [], []
+    if counts:
+        total = sum(counts.values())
+        cumulative = 0
+        for i in range(min(counts), max(counts) + 1):
+            n = counts.get(i, 0)
+            cumulative += n
+            share = 100 * cumulative / total
+            tip = f"{labels[i]} ms: {n} {unit_of_count} ({share:.1f}% by then)"
+            groups.append(Group(labels[i], (n,), (tip,)))
+            rows.append((labels[i], n, round(share, 1)))
+    chart = grouped_histogram(
+        f"{label} distribution", groups, [unit_of_count], x_title=f"{label.lower()} (ms)",
+        y_title=unit_of_count,
+    )  # fmt: skip
+    summary = _rows(data.latency_summary(frame, column))[0]
+    stats = Table(
+        (unit_of_count, "p50 ms", "p90 ms", "p99 ms", "max ms"),
+        [tuple(summary[k] for k in ("n", "p50", "p90", "p99", "max"))],
+        caption="Percentiles",
+    )
+    histogram = Table(("latency ms", unit_of_count, "cumulative %"), rows, caption="Distribution")
+    return chart, [stats, histogram]
+
+
+def _by(frame: DataFrame, group: str, column: str, title: str, caption: str) -> Table:
+    rows = _rows(data.latency_by(frame, group, column, TABLE_ROWS))
+    return Table(
+        (title, "n", "p50 ms", "p99 ms", "max ms"),
+        [(r[group], r["n"], r["p50"], r["p99"], r["max"]) for r in rows],
+        caption=caption,
+    )
+
+
+def delivery_latency_section(messages: DataFrame) -> Section:
+    about = (
+        "End to end: from a SEND to the MESSAGE that delivered it, across sessions (same "
+        "destination, body length and body sha256; the latest such SEND before the MESSAGE). "
+        "Messages whose SEND was not captured are left out."
+    )
+    latencies = data.delivery_latencies(messages)
+    chart, tables = latency_parts(latencies, "latency_ms", "Delivery latency", "messages")
+    tables.append(
+        _by(latencies, "destination", "latency_ms", "destination", "By destination, slowest")
+    )
+    return Section("delivery-latency", "Delivery latency (SEND → MESSAGE)", about, chart, tables)
+
+
+def connect_latency_section(sessions: DataFrame) -> Section:
+    about = "From CONNECT (or STOMP) to the broker's CONNECTED, per session."
+    chart, tables = latency_parts(sessions, "connect_latency_ms", "Connect latency", "sessions")
+    tables.append(
+        _by(sessions, "login", "connect_latency_ms", "login", "By login, slowest p99 first")
+    )
+    return Section("connect-latency", "Connect latency", about, chart, tables)
+
+
+def receipt_latency_section(receipts: DataFrame) -> Section:
+    about = (
+        "From a frame carrying a receipt header to its RECEIPT. Receipts never answered are "
+        "counted by command below."
+    )
+    chart, tables = latency_parts(receipts, "latency_ms", "Receipt latency", "receipts")
+    tables.append(
+        _by(receipts, "request_command", "latency_ms", "command", "By command, slowest p99 first")
+    )
+    outcomes = Table(
+        ("command", "outcome", "receipts"),
+        [
+            (r["request_command"], r["outcome"], r["n"])
+            for r in _rows(
+                receipts.groupBy("request_command", "outcome")
+                .count()
+                .withColumnRenamed("count", "n")
+                .orderBy("request_command", "outcome")
+            )
+        ],
+        caption="Outcomes",
+    )
+    tables.append(outcomes)
+    return Section("receipt-latency", "Receipt latency", about, chart, tables)
+
+
+def errors_section(errors: DataFrame, sessions: DataFrame) -> Section:
+    about = (
+        "ERROR frames the brokers sent (who, when, the message header) and the logins they "
+        "refused (an ERROR instead of CONNECTED)."
+    )
+    frames = _rows(data.error_frames(errors, sessions))
+    by_message: dict[str, int] = defaultdict(int)
+    for r in frames:
+        by_message[r["message"] or "(no message header)"] += 1
+    bars = [
+        Bar(message, n, f"{message}: {n} ERROR frames")
+        for message, n in sorted(by_message.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    failed = _rows(data.failed_logins(sessions, errors))
+    tables = [
+        Table(
+            ("started (UTC)", "login", "client", "port", "message"),
+            [
+                (f"{_utc(r['started_us']):%Y-%m-%d %H:%M:%S}", r["login"], r["client_ip"],
+                 r["client_port"], r["message"])
+                for r in failed
+            ],
+            caption=f"Failed logins ({len(failed)})",
+        ),
+        Table(
+            ("time (UTC)", "login", "client", "port", "message", "logged in", "closed"),
+            [
+                (f"{_utc(r['ts_us']):%Y-%m-%d %H:%M:%S.%f}"[:-3], r["login"], r["client_ip"],
+                 r["client_port"], r["message"], _yes_no(r["logged_in"]),
+                 _yes_no(r["connection_closed"]))
+                for r in frames[: TABLE_ROWS * 2]
+            ],
+            caption=f"ERROR frames ({len(frames)}; the first {TABLE_ROWS * 2} shown)",
+        ),
+    ]  # fmt: skip
+    chart = bar_chart("ERROR frames by message", bars)
+    return Section("errors", "ERROR frames and failed logins", about, chart, tables)
+
+
+def _yes_no(value: bool | None) -> str | None:
+    return None if value is None else ("yes" if value else "no")
 
 
 def heartbeat_section(spark: SparkSession, heartbeats: DataFrame) -> Section:

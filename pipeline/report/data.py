@@ -170,3 +170,120 @@ def overview(sessions: DataFrame, messages: DataFrame, anomalies: DataFrame) -> 
     )
     violations = anomalies.agg(F.count_if(F.col("source") == "stomp").alias("violations"))
     return per_session.crossJoin(per_message).crossJoin(violations)
+
+
+LATENCY_EDGES_MS = ACK_LATENCY_EDGES_MS
+
+
+def latency_histogram(frame: DataFrame, column: str, edges: Sequence[float]) -> DataFrame:
+    """bin, n: rows per bin of `column` (nulls left out)."""
+    from pyspark.sql import functions as F
+
+    known = frame.where(F.col(column).isNotNull())
+    return (
+        known.groupBy(bin_index(F.col(column), edges).alias("bin"))
+        .agg(F.count("*").alias("n"))
+        .orderBy("bin")
+    )
+
+
+def latency_summary(frame: DataFrame, column: str) -> DataFrame:
+    """One row: n, p50, p90, p99, max of `column` (nulls left out)."""
+    from pyspark.sql import functions as F
+
+    value = F.col(column)
+    return frame.where(value.isNotNull()).agg(
+        F.count("*").alias("n"),
+        F.percentile_approx(value, 0.5, 10000).alias("p50"),
+        F.percentile_approx(value, 0.9, 10000).alias("p90"),
+        F.percentile_approx(value, 0.99, 10000).alias("p99"),
+        F.max(value).alias("max"),
+    )
+
+
+def error_frames(errors: DataFrame, sessions: DataFrame) -> DataFrame:
+    """ERROR frames with who got them: ts_us, login, client_ip, client_port, message,
+    receipt_id, connection_closed, logged_in (false: the ERROR refused the CONNECT)."""
+    from pyspark.sql import functions as F
+
+    who = sessions.select(
+        "session_id", "login", "client_ip", "client_port", "connected_at", "connect_command"
+    )
+    return (
+        errors.join(who, "session_id", "left")
+        .select(
+            F.unix_micros("ts").alias("ts_us"),
+            "login",
+            "client_ip",
+            "client_port",
+            "message",
+            "receipt_id",
+            "connection_closed",
+            F.col("connected_at").isNotNull().alias("logged_in"),
+        )
+        .orderBy("ts_us", "client_ip", "client_port")
+    )
+
+
+def failed_logins(sessions: DataFrame, errors: DataFrame) -> DataFrame:
+    """Connections whose CONNECT was answered by ERROR, not CONNECTED: started_us, login,
+    client_ip, client_port, message (the first ERROR's)."""
+    from pyspark.sql import functions as F
+
+    first_error = errors.groupBy("session_id").agg(
+        F.min_by("message", "frame_index").alias("message")
+    )
+    refused = sessions.where(
+        F.col("connect_command").isNotNull()
+        & F.col("connected_at").isNull()
+        & (F.col("errors") > 0)
+    )
+    return (
+        refused.join(first_error, "session_id", "left")
+        .select(
+            F.unix_micros("started_at").alias("started_us"),
+            "login",
+            "client_ip",
+            "client_port",
+            "message",
+        )
+        .orderBy("started_us", "client_ip", "client_port")
+    )
+
+
+def delivery_latencies(messages: DataFrame) -> DataFrame:
+    """End-to-end latency of each delivered MESSAGE: destination, latency_ms from the SEND
+    (any session) with the same destination, body length and body sha256, the latest one sent
+    before it. MESSAGEs no captured SEND matches are left out."""
+    from pyspark.sql import functions as F
+
+    key = ["destination", "body_length", "body_sha256"]
+    sends = messages.where((F.col("command") == "SEND") & F.col("body_sha256").isNotNull()).select(
+        *key, F.col("ts_ns").alias("sent_ns")
+    )
+    delivered = messages.where(
+        (F.col("command") == "MESSAGE") & F.col("body_sha256").isNotNull()
+    ).select(*key, "session_id", "frame_index", F.col("ts_ns").alias("delivered_ns"))
+    pairs = delivered.join(sends, key).where(F.col("sent_ns") <= F.col("delivered_ns"))
+    return pairs.groupBy("session_id", "frame_index", "destination").agg(
+        ((F.min(F.col("delivered_ns") - F.col("sent_ns"))) / 1e6).alias("latency_ms")
+    )
+
+
+def latency_by(frame: DataFrame, group: str, column: str, limit: int) -> DataFrame:
+    """group, n, p50, p99, max of `column` per value of `group`, slowest p99 first."""
+    from pyspark.sql import functions as F
+
+    value = F.col(column)
+    return (
+        frame.where(value.isNotNull())
+        .groupBy(group)
+        .agg(
+            F.count("*").alias("n"),
+            F.percentile_approx(value, 0.5, 10000).alias("p50"),
+            F.percentile_approx(value, 0.99, 10000).alias("p99"),
+            F.max(value).alias("max"),
+        )
+        .orderBy(F.desc("p99"), group)
+        .limit(limit)
+    )

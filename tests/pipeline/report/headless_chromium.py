@@ -52,6 +52,12 @@ class Browser:
     def resize(self, width: int, height: int) -> None:
         self.call("POST", "/window/rect", {"width": width, "height": height})
 
+    def print_pdf(self, path: Path) -> Path:
+        """The page printed as the browser prints it (A4, print media, backgrounds)."""
+        body = {"page": {"width": 21.0, "height": 29.7}, "background": True}
+        path.write_bytes(base64.b64decode(self.call("POST", "/print", body)))
+        return path
+
     def screenshot(self, path: Path) -> Path:
         path.write_bytes(base64.b64decode(self.call("GET", "/screenshot")))
         return path
