@@ -9,6 +9,7 @@ commands; the history is kept in the same private file as before.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,8 @@ KEYWORDS = (
     "SUM", "AVG", "MIN", "MAX", "CASE", "WHEN", "THEN", "ELSE", "END", "WITH", "UNION", "DESC",
     "ASC", "percentile_approx", "date_trunc",
 )  # fmt: skip
+# A word after these names a table: only tables are offered there.
+_TABLE_CONTEXT = re.compile(r"\b(FROM|JOIN|TABLE|INTO|DESCRIBE)\s+$", re.IGNORECASE)
 COMMANDS = ("\\dt", "\\d", "\\audit", "\\format", "\\limit", "\\?", "\\q")
 
 
@@ -48,14 +51,14 @@ class SqlCompleter:
             table, _, prefix = word.rpartition(".")
             return [f"{table}.{c}" for c in self.columns.get(table, ()) if c.startswith(prefix)]
         lower = word.lower()
+        if _TABLE_CONTEXT.search(line_start[: len(line_start) - len(word)]):
+            return [t for t in sorted(self.columns) if t.lower().startswith(lower)]
         words = [*sorted(self.columns), *self.all_columns, *KEYWORDS]
         return [w for w in dict.fromkeys(words) if w.lower().startswith(lower)]
 
 
-def _completer(columns: Mapping[str, Iterable[str]]) -> object:
+def _completer(logic: SqlCompleter) -> object:
     from prompt_toolkit.completion import Completer, Completion
-
-    logic = SqlCompleter(columns)
 
     class PromptCompleter(Completer):
         def get_completions(
@@ -64,7 +67,8 @@ def _completer(columns: Mapping[str, Iterable[str]]) -> object:
             word = document.get_word_before_cursor(WORD=True).lstrip("(,")
             if not word and not complete_event.completion_requested:
                 return
-            for candidate in logic.candidates(word, document.current_line.lstrip()):
+            line = document.current_line_before_cursor.lstrip()
+            for candidate in logic.candidates(word, line):
                 yield Completion(candidate, start_position=-len(word))
 
     return PromptCompleter()
@@ -80,6 +84,20 @@ def terminal_reader(columns: Mapping[str, Iterable[str]], history: Path) -> Call
     history.touch(mode=0o600, exist_ok=True)
     os.chmod(history, 0o600)  # queries may name logins and destinations
     bindings = KeyBindings()
+    logic = SqlCompleter(columns)
+
+    @bindings.add("tab")
+    def _tab(event: object) -> None:
+        """One candidate: completed at once; several: the menu to choose from."""
+        buffer = event.current_buffer  # type: ignore[attr-defined]
+        document = buffer.document
+        word = document.get_word_before_cursor(WORD=True).lstrip("(,")
+        options = logic.candidates(word, document.current_line_before_cursor.lstrip())
+        if len(options) == 1:
+            buffer.delete_before_cursor(len(word))
+            buffer.insert_text(options[0])
+        elif options:
+            buffer.start_completion(select_first=False)
 
     @bindings.add("enter")
     def _enter(event: object) -> None:
@@ -91,7 +109,8 @@ def terminal_reader(columns: Mapping[str, Iterable[str]], history: Path) -> Call
 
     session: PromptSession[str] = PromptSession(
         history=FileHistory(str(history)),
-        completer=_completer(columns),  # type: ignore[arg-type]
+        completer=_completer(logic),  # type: ignore[arg-type]
+        complete_while_typing=False,
         multiline=True,
         key_bindings=bindings,
         prompt_continuation=lambda width, _line, _soft: "...> ".rjust(width),

@@ -15,7 +15,8 @@ def test_enter_sends_a_statement_only_once_it_ends_with_a_semicolon() -> None:
 
 def test_tables_columns_keywords_and_commands_complete() -> None:
     completer = SqlCompleter(COLUMNS)
-    assert completer.candidates("sess", "SELECT * FROM sess") == ["sessions", "session_id"]
+    assert completer.candidates("sess", "SELECT sess") == ["sessions", "session_id"]
+    assert completer.candidates("sess", "SELECT * FROM sess") == ["sessions"]  # tables only
     assert completer.candidates("lo", "SELECT lo") == ["login"]
     assert completer.candidates("frames.", "SELECT frames.") == [
         "frames.command",
