@@ -518,3 +518,35 @@ def test_a_passcode_header_in_any_case_on_any_frame_is_masked() -> None:
     (send,) = [f for f in rows["frames"] if f["command"] == "SEND"]
     assert ("Passcode", "***") in send["header_list"]
     assert "leaked-1234" not in repr(rows)
+
+
+def test_real_back_pressure_capture_has_no_beats_on_a_heart_beat_0_0_session() -> None:
+    """A consumer with a 2 KiB receive buffer reading slowly (tests/data/captures/
+    rabbitmq-back-pressure.pcap, scripts/make_websocket_captures.py --only back-pressure):
+    zero windows, broker segments cut anywhere, heart-beat:0,0 both ways: every EOL after a
+    NUL trails its frame, so no heart-beat rows at all."""
+    import json
+    from pathlib import Path
+
+    from pipeline.reassembly import Data, LocalReassembly, Segment
+
+    folder = Path(__file__).resolve().parents[2] / "data" / "captures"
+    record = json.loads((folder / "rabbitmq-back-pressure.record.json").read_text())
+    (consumer,) = record["connections"]
+    models: dict[str, SessionModel] = {}
+    for event in LocalReassembly([str(folder / "rabbitmq-back-pressure.pcap")]):
+        if type(event) is Segment and type(event.event) is Data:
+            model = models.setdefault(event.connection_id, SessionModel("s", CLIENT, SERVER))
+            data = event.event
+            direction = "c2s" if event.from_client else "s2c"
+            model.on_data(direction, data.ts_ns, data.offset, data.data)
+    sessions = []
+    for model in models.values():
+        model.finish(T0 * 2)
+        sessions.append(model.drain())
+    slow = max(sessions, key=lambda rows: len(rows["frames"]))
+    delivered = [f for f in slow["frames"] if f["command"] == "MESSAGE"]
+    assert len(delivered) == consumer["messages_received"] == 300
+    assert slow["sessions"][0]["heartbeat_s2c_ms"] == 0  # heart-beat:0,0 negotiated
+    assert slow["heartbeats"] == []
+    assert all(rows["heartbeats"] == [] for rows in sessions)
