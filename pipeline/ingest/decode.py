@@ -246,7 +246,7 @@ def settle(
         anomaly = CaptureAnomaly("snaplen_cut" if cut else "short_packet", record, detail)
         stats.note(anomaly)
         return [result, anomaly]
-    if type(result) is str:
+    if isinstance(result, str):
         stats.skip(result)
         if result == CUT and cut:
             anomaly = CaptureAnomaly("snaplen_cut", record, "cut inside the packet headers")

@@ -189,9 +189,9 @@ def read_pcap(
     records = PcapRecords(buf, size, header)
     decode = decoder_for(header.linktype)
     if decode is None and start <= FILE_HEADER_LEN:
-        anomaly = CaptureAnomaly("unknown_linktype", 20, f"link type {header.linktype}")
-        stats.note(anomaly)
-        yield anomaly
+        unknown = CaptureAnomaly("unknown_linktype", 20, f"link type {header.linktype}")
+        stats.note(unknown)
+        yield unknown
     # The record checks below mirror PcapRecords.offsets(); keep them identical.
     unpack = records.unpack
     limit = records.limit

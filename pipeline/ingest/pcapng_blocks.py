@@ -224,8 +224,8 @@ class PcapngBlocks:
         """
         blen = self.block_len(off)
         if blen is None:
-            nxt, anomaly = self.irregular(off)
-            return nxt, anomaly, 0, 0
+            nxt, corrupt = self.irregular(off)
+            return nxt, corrupt, 0, 0
         btype = self.head(self.buf, off)[0]
         anomaly = None
         if btype == SHB:

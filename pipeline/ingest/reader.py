@@ -51,7 +51,7 @@ class CaptureReader:
         self._end = end
         self._context = context
         self._file: BinaryIO | None = None
-        self._buf: Buffer = b""
+        self._buf: bytes | mmap.mmap = b""  # the file mapped, empty when closed
         self._open_error: str | None = None
         try:
             self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
@@ -83,7 +83,7 @@ class CaptureReader:
         self._buf = b""
         if self._file is not None:
             self._file.close()
-            self._file: BinaryIO | None = None
+            self._file = None
 
     def payload(self, packet: TcpPacket) -> bytes:
         """The captured payload bytes of a packet this reader yielded."""

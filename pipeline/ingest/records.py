@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import final
 
 from pipeline.net import ACK, FIN, PSH, RST, SYN, URG
 
 __all__ = ["ACK", "FIN", "PSH", "RST", "SYN", "URG", "CaptureAnomaly", "CaptureStats", "TcpPacket"]
 
 
+@final  # readers test `type(x) is TcpPacket`; final lets type checkers narrow on that
 @dataclass(slots=True)
 class TcpPacket:
     """One captured TCP segment; the payload stays in the file and is read on demand."""

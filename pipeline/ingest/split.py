@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.ingest.pcap import FILE_HEADER_LEN, PcapHeader, PcapRecords, parse_pcap_header
@@ -80,7 +81,7 @@ def _ranges(
     size: int,
     fmt: str,
     starts: list[int],
-    contexts: list[PcapHeader | PcapngContext | None],
+    contexts: Sequence[PcapHeader | PcapngContext | None],
 ) -> list[CaptureSplit]:
     ends = starts[1:] + [size]
     return [

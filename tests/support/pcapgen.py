@@ -479,6 +479,13 @@ def frame(packet: SynthPacket, linktype: int, *, vlans: tuple[int, ...] = ()) ->
     raise ValueError(f"pcapgen cannot build link type {linktype}")
 
 
+def carried_frame(packet: SynthPacket, linktype: int, *, vlans: tuple[int, ...] = ()) -> bytes:
+    """frame() on a link type known to carry the packet."""
+    out = frame(packet, linktype, vlans=vlans)
+    assert out is not None, f"link type {linktype} cannot carry ethertype {packet.ethertype:#x}"
+    return out
+
+
 # --- writers -----------------------------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ def payload_of(frame: bytes, result: TcpPacket) -> bytes:
 @pytest.mark.parametrize("family", ["ipv4", "ipv6"])
 def test_every_link_type_yields_the_tcp_fields(linktype: int, family: str) -> None:
     src, dst = (CLIENT, SERVER) if family == "ipv4" else (("fd00::1", 40000), ("fd00::2", 61613))
-    frame = g.frame(tcp_packet(b"hello", src, dst), linktype)
+    frame = g.carried_frame(tcp_packet(b"hello", src, dst), linktype)
     result = run(linktype, frame)
     assert isinstance(result, TcpPacket)
     assert (result.src_ip, result.src_port, result.dst_ip, result.dst_port) == (*src, *dst)
@@ -62,7 +62,7 @@ def test_every_link_type_yields_the_tcp_fields(linktype: int, family: str) -> No
 
 @pytest.mark.parametrize("vlans", [(100,), (10, 20), (1, 2, 3)])
 def test_ethernet_vlan_and_qinq_tags_are_skipped(vlans: tuple[int, ...]) -> None:
-    frame = g.frame(tcp_packet(b"tagged"), g.LINKTYPE_ETHERNET, vlans=vlans)
+    frame = g.carried_frame(tcp_packet(b"tagged"), g.LINKTYPE_ETHERNET, vlans=vlans)
     result = run(g.LINKTYPE_ETHERNET, frame)
     assert isinstance(result, TcpPacket) and payload_of(frame, result) == b"tagged"
 
@@ -70,7 +70,9 @@ def test_ethernet_vlan_and_qinq_tags_are_skipped(vlans: tuple[int, ...]) -> None
 def test_ipv4_options_and_tcp_options_move_the_payload() -> None:
     conv = g.Conversation(CLIENT, SERVER, [], ip_options=b"\x94\x04\x00\x00" + b"\x01" * 4)
     options = b"\x02\x04\x05\xb4\x01\x01\x08\x0a" + b"\x00" * 8  # MSS, NOPs, timestamps
-    frame = g.frame(tcp_packet(b"opts", conv=conv, tcp_options=options), g.LINKTYPE_ETHERNET)
+    frame = g.carried_frame(
+        tcp_packet(b"opts", conv=conv, tcp_options=options), g.LINKTYPE_ETHERNET
+    )
     result = run(g.LINKTYPE_ETHERNET, frame)
     assert isinstance(result, TcpPacket)
     assert result.payload_offset == len(PREFIX) + 14 + 28 + 36
@@ -79,20 +81,22 @@ def test_ipv4_options_and_tcp_options_move_the_payload() -> None:
 
 def test_ipv6_extension_headers_are_walked() -> None:
     conv = g.Conversation(("fd00::1", 1), ("fd00::2", 2), [], ipv6_extension=True)
-    frame = g.frame(tcp_packet(b"v6ext", ("fd00::1", 1), ("fd00::2", 2), conv), g.LINKTYPE_RAW)
+    frame = g.carried_frame(
+        tcp_packet(b"v6ext", ("fd00::1", 1), ("fd00::2", 2), conv), g.LINKTYPE_RAW
+    )
     result = run(g.LINKTYPE_RAW, frame)
     assert isinstance(result, TcpPacket) and payload_of(frame, result) == b"v6ext"
 
 
 def test_ipv6_addresses_are_compressed_text() -> None:
     src, dst = ("2001:db8:0:0:0:0:0:1", 5), ("2001:0db8::ff00:42:8329", 6)
-    frame = g.frame(tcp_packet(b"x", src, dst), g.LINKTYPE_RAW)
+    frame = g.carried_frame(tcp_packet(b"x", src, dst), g.LINKTYPE_RAW)
     result = run(g.LINKTYPE_RAW, frame)
     assert (result.src_ip, result.dst_ip) == ("2001:db8::1", "2001:db8::ff00:42:8329")
 
 
 def test_ipv4_and_ipv6_fragments_are_not_tcp() -> None:
-    v4 = g.frame(g.fragment_packet(0), g.LINKTYPE_ETHERNET)
+    v4 = g.carried_frame(g.fragment_packet(0), g.LINKTYPE_ETHERNET)
     assert run(g.LINKTYPE_ETHERNET, v4) == "ip_fragment"
     tcp = g.tcp_segment(1, 2, 0, 0, g.ACK, b"")
     frag_header = struct.pack("!BBHI", 6, 0, 1, 99)  # offset 0, more fragments
@@ -101,15 +105,15 @@ def test_ipv4_and_ipv6_fragments_are_not_tcp() -> None:
 
 
 def test_other_protocols_are_counted_by_reason() -> None:
-    assert run(g.LINKTYPE_ETHERNET, g.frame(g.udp_packet(0, *("10.0.0.1", "10.0.0.2")), 1)) == (
-        "not_tcp"
-    )
-    assert run(g.LINKTYPE_ETHERNET, g.frame(g.arp_packet(0), 1)) == "non_ip"
-    assert run(g.LINKTYPE_LINUX_SLL2, g.frame(g.arp_packet(0), 276)) == "non_ip"
+    assert run(
+        g.LINKTYPE_ETHERNET, g.carried_frame(g.udp_packet(0, *("10.0.0.1", "10.0.0.2")), 1)
+    ) == ("not_tcp")
+    assert run(g.LINKTYPE_ETHERNET, g.carried_frame(g.arp_packet(0), 1)) == "non_ip"
+    assert run(g.LINKTYPE_LINUX_SLL2, g.carried_frame(g.arp_packet(0), 276)) == "non_ip"
 
 
 def test_malformed_headers_are_anomalies_with_offsets() -> None:
-    good = g.frame(tcp_packet(b"abc"), g.LINKTYPE_ETHERNET)
+    good = g.carried_frame(tcp_packet(b"abc"), g.LINKTYPE_ETHERNET)
     bad_ip = good[:14] + b"\x43" + good[15:]  # IHL 3
     result = run(g.LINKTYPE_ETHERNET, bad_ip)
     assert isinstance(result, CaptureAnomaly)
@@ -122,27 +126,27 @@ def test_malformed_headers_are_anomalies_with_offsets() -> None:
 
 
 def test_ethernet_padding_is_not_payload() -> None:
-    frame = g.frame(tcp_packet(b""), g.LINKTYPE_ETHERNET)
+    frame = g.carried_frame(tcp_packet(b""), g.LINKTYPE_ETHERNET)
     assert len(frame) == 60  # 54 bytes of headers padded to the minimum frame
     result = run(g.LINKTYPE_ETHERNET, frame)
     assert result.payload_len == result.wire_len == 0
 
 
 def test_tso_zero_total_length_takes_the_captured_length() -> None:
-    frame = bytearray(g.frame(tcp_packet(b"x" * 3000), g.LINKTYPE_RAW))
+    frame = bytearray(g.carried_frame(tcp_packet(b"x" * 3000), g.LINKTYPE_RAW))
     frame[2:4] = b"\0\0"
     result = run(g.LINKTYPE_RAW, bytes(frame))
     assert result.payload_len == result.wire_len == 3000
 
 
 def test_cut_payload_keeps_the_wire_length() -> None:
-    frame = g.frame(tcp_packet(b"y" * 500), g.LINKTYPE_ETHERNET)
+    frame = g.carried_frame(tcp_packet(b"y" * 500), g.LINKTYPE_ETHERNET)
     result = run(g.LINKTYPE_ETHERNET, frame, caplen=96)
     assert (result.payload_len, result.wire_len) == (96 - 54, 500)
 
 
 def test_cut_inside_the_headers_is_its_own_reason() -> None:
-    frame = g.frame(tcp_packet(b"y" * 500), g.LINKTYPE_ETHERNET)
+    frame = g.carried_frame(tcp_packet(b"y" * 500), g.LINKTYPE_ETHERNET)
     assert run(g.LINKTYPE_ETHERNET, frame, caplen=40) == decode.CUT
     assert run(g.LINKTYPE_ETHERNET, frame, caplen=10) == decode.CUT
 
@@ -160,7 +164,7 @@ def test_fields_match_dpkt_on_a_generated_capture() -> None:
     capture = g.generate([conv], g.Perturbation(shuffle=4, duplicate=0.3, seed=2))
     checked = 0
     for synth in capture.packets:
-        frame = g.frame(synth, g.LINKTYPE_ETHERNET)
+        frame = g.carried_frame(synth, g.LINKTYPE_ETHERNET)
         ours = run(g.LINKTYPE_ETHERNET, frame)
         tcp = dpkt.ethernet.Ethernet(frame).data.data
         assert (ours.src_port, ours.dst_port, ours.seq, ours.ack) == (
@@ -177,16 +181,19 @@ def test_fields_match_dpkt_on_a_generated_capture() -> None:
 
 def test_settle_counts_and_reports_cuts() -> None:
     stats = CaptureStats()
-    frame = g.frame(tcp_packet(b"z" * 100), g.LINKTYPE_ETHERNET)
+    frame = g.carried_frame(tcp_packet(b"z" * 100), g.LINKTYPE_ETHERNET)
     cut = run(g.LINKTYPE_ETHERNET, frame, caplen=80)
     out = decode.settle(cut, 80, len(frame), 3, stats)
     assert out[0] is cut
+    assert isinstance(out[1], CaptureAnomaly)
     assert (out[1].kind, out[1].offset) == ("snaplen_cut", 3)
     short = decode.settle(cut, 80, 80, 3, stats)  # frame complete but IP says more
+    assert isinstance(short[1], CaptureAnomaly)
     assert short[1].kind == "short_packet"
     assert decode.settle("not_tcp", 60, 60, 9, stats) == []
     headers = decode.settle(decode.CUT, 20, 60, 9, stats)
-    assert [a.kind for a in headers] == ["snaplen_cut"]
+    assert all(isinstance(a, CaptureAnomaly) for a in headers)
+    assert [a.kind for a in headers if isinstance(a, CaptureAnomaly)] == ["snaplen_cut"]
     assert decode.settle(None, 60, 60, 9, stats) == []
     assert stats.tcp_packets == 2 and stats.snaplen_cut == 2
     assert stats.non_tcp_packets == {"not_tcp": 1, "headers_cut": 1, "unknown_linktype": 1}

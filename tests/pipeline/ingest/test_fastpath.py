@@ -38,11 +38,11 @@ def frames(draw: st.DrawFn) -> tuple[int, bytes, int]:
     if frame is None:  # e.g. IPv4 on the IPv6-only link type
         frame = b""
     if draw(st.booleans()):  # damage a byte of the headers
-        frame = bytearray(frame)
-        if frame:
-            at = draw(st.integers(0, min(len(frame), 80) - 1))
-            frame[at] = draw(st.integers(0, 255))
-        frame = bytes(frame)
+        damaged = bytearray(frame)
+        if damaged:
+            at = draw(st.integers(0, min(len(damaged), 80) - 1))
+            damaged[at] = draw(st.integers(0, 255))
+        frame = bytes(damaged)
     caplen = draw(st.integers(0, len(frame)))
     if draw(st.booleans()):
         caplen = len(frame)
@@ -64,7 +64,7 @@ def test_fast_route_is_taken_for_the_common_shapes() -> None:
     for src, dst in (("10.0.0.1", "10.0.0.2"), ("fd00::1", "fd00::2")):
         ip, ethertype = g.ip_datagram(src, dst, tcp, 1)
         for linktype in LINKS:
-            frame = g.frame(g.SynthPacket(0, ip, ethertype), linktype)
+            frame = g.carried_frame(g.SynthPacket(0, ip, ethertype), linktype)
             result = DECODERS[linktype](frame, 0, len(frame), 0, 0)
             assert isinstance(result, TcpPacket)
             assert frame[result.payload_offset : result.payload_offset + 7] == b"payload"

@@ -67,6 +67,7 @@ def test_block_len_checks_the_trailer_and_resync_finds_the_next_block() -> None:
     assert broken.block_len(victim) is None
     nxt, anomaly, _type, _len = broken.next_block(victim)
     assert nxt == offsets[5]
+    assert anomaly is not None
     assert (anomaly.kind, anomaly.offset) == ("bad_block_length", victim)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.ingest.pcapng_blocks import PcapngContext
 from pipeline.ingest.reader import CaptureReader
 from pipeline.ingest.records import CaptureStats, TcpPacket
 from pipeline.ingest.split import CaptureSplit, split_capture
@@ -120,7 +121,9 @@ def test_simple_packet_blocks_at_a_split_start_keep_the_time_before_them(tmp_pat
     for target in (2_000, 9_000, 21_000):
         assert_same_as_whole(path, target, 2)
     splits = split_capture(str(path), 2_000)
-    assert any(s.context and s.context.last_ts_ns == last_timed for s in splits)
+    assert any(
+        isinstance(s.context, PcapngContext) and s.context.last_ts_ns == last_timed for s in splits
+    )
 
 
 def test_pcapng_split_contexts_carry_interfaces(tmp_path: Path) -> None:
@@ -129,6 +132,7 @@ def test_pcapng_split_contexts_carry_interfaces(tmp_path: Path) -> None:
     splits = split_capture(str(path), 30_000)
     assert splits[0].context is None
     for split in splits[1:]:
+        assert isinstance(split.context, PcapngContext)
         assert [i.linktype for i in split.context.interfaces] == [1, 276]
         assert split.format == "pcapng"
 
