@@ -163,6 +163,8 @@ class StreamReassembler:
             if size + missing == 0:
                 return []
             self._start(seq)
+        origin = self._origin
+        assert origin is not None  # started just above at the latest
         start = self._unwrap(seq)
         self._last_ts = ts_ns
         if flags & FIN and self._fin is None:
@@ -181,8 +183,8 @@ class StreamReassembler:
         events = []
         if missing:
             self._add_hole(start + size, start + size + missing)
-        if start < self._origin:
-            early = min(size, self._origin - start)
+        if start < origin:
+            early = min(size, origin - start)
             self.stats.early_bytes += early
             payload = payload[early:]
             start += early
@@ -235,7 +237,9 @@ class StreamReassembler:
         return self._next + delta
 
     def _deliver(self, start: int, data: bytes, ts_ns: int, events: list[StreamEvent]) -> None:
-        events.append(Data(start - self._origin, ts_ns, data))
+        origin = self._origin
+        assert origin is not None  # only called once started
+        events.append(Data(start - origin, ts_ns, data))
         self._next = start + len(data)
         self.stats.delivered_bytes += len(data)
         if len(data) >= self.history_bytes:
@@ -250,7 +254,9 @@ class StreamReassembler:
             self._history_start += excess
 
     def _gap(self, size: int, ts_ns: int, events: list[StreamEvent]) -> None:
-        events.append(Gap(self._next - self._origin, size, ts_ns))
+        origin = self._origin
+        assert origin is not None  # only called once started
+        events.append(Gap(self._next - origin, size, ts_ns))
         self.stats.gap_bytes += size
         self._next += size
         self._history.clear()
@@ -268,7 +274,12 @@ class StreamReassembler:
         self.stats.duplicate_bytes += max(0, lo - start)
 
     def _compare(
-        self, start: int, kept: bytes, resent: bytes, ts_ns: int, events: list[StreamEvent]
+        self,
+        start: int,
+        kept: bytes | bytearray,
+        resent: bytes,
+        ts_ns: int,
+        events: list[StreamEvent],
     ) -> None:
         if kept == resent:
             self.stats.duplicate_bytes += len(resent)
@@ -276,7 +287,9 @@ class StreamReassembler:
         first = next(i for i in range(len(kept)) if kept[i] != resent[i])
         last = next(i for i in range(len(kept) - 1, -1, -1) if kept[i] != resent[i])
         size = last - first + 1
-        events.append(Conflict(start + first - self._origin, size, ts_ns))
+        origin = self._origin
+        assert origin is not None  # only called once started
+        events.append(Conflict(start + first - origin, size, ts_ns))
         self.stats.conflict_bytes += size
         self.stats.duplicate_bytes += len(resent) - size
 

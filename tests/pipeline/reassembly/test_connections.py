@@ -226,6 +226,7 @@ def test_mid_stream_capture_uses_broker_ports_for_roles() -> None:
         packet(11, CLIENT, SERVER, 300, PSH | ACK, b"ACK\n\n\0"),
     ]
     events = run(ConnectionTracker(broker_ports={61613}), packets)
+    assert isinstance(events[0], Opened)
     conn = events[0].connection
     assert (conn.client, conn.server, conn.role_source) == (CLIENT, SERVER, "broker_port")
     cid = conn.connection_id
@@ -235,6 +236,7 @@ def test_mid_stream_capture_uses_broker_ports_for_roles() -> None:
 def test_mid_stream_without_ports_is_unknown_and_roles_can_be_swapped() -> None:
     tracker = ConnectionTracker()
     events = tracker.add(*packet(10, SERVER, CLIENT, 500, PSH | ACK, b"MESSAGE\n\n\0"))
+    assert isinstance(events[0], Opened) and isinstance(events[1], Segment)
     conn = events[0].connection
     assert conn.role_source == "unknown" and conn.client == SERVER  # provisional
     assert events[1].from_client is True
@@ -242,8 +244,9 @@ def test_mid_stream_without_ports_is_unknown_and_roles_can_be_swapped() -> None:
     tracker.swap_roles()  # the caller saw a MESSAGE frame: that side is the server
     assert conn.client == CLIENT and conn.server == SERVER and conn.connection_id == cid
     later = tracker.add(*packet(11, SERVER, CLIENT, 510, PSH | ACK, b"MESSAGE\n\n\0"))
-    assert later[0].from_client is False
-    assert tracker.add(*packet(12, CLIENT, SERVER, 1, PSH | ACK, b"ACK"))[0].from_client is True
+    assert isinstance(later[0], Segment) and later[0].from_client is False
+    ack = tracker.add(*packet(12, CLIENT, SERVER, 1, PSH | ACK, b"ACK"))[0]
+    assert isinstance(ack, Segment) and ack.from_client is True
 
 
 def test_syn_ack_without_syn_gives_roles_and_the_client_isn() -> None:

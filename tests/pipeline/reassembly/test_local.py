@@ -42,7 +42,9 @@ class Result:
 
 def reassemble(paths: list[Path], **options: object) -> Result:
     run = LocalReassembly([str(p) for p in paths], **options)  # type: ignore[arg-type]
-    connections, directions, closed = [], {}, set()
+    connections: list[Connection] = []
+    directions: dict[tuple[str, bool], Direction] = {}
+    closed: set[str] = set()
     for event in run:
         if isinstance(event, Opened):
             connections.append(event.connection)
@@ -96,8 +98,11 @@ def assert_matches_truth(result: Result, capture: g.SyntheticCapture) -> None:
             assert merged(got.conflicts) == expected.conflicts
 
 
-def conversations(count: int = 3, **options: object) -> list[g.Conversation]:
-    return [g.stomp_conversation(i, messages=8, body_size=2500, **options) for i in range(count)]
+def conversations(count: int = 3, *, ipv6: bool = False, **options: object) -> list[g.Conversation]:
+    return [
+        g.stomp_conversation(i, messages=8, body_size=2500, ipv6=ipv6, **options)
+        for i in range(count)
+    ]
 
 
 PERTURBATIONS = {
@@ -262,6 +267,7 @@ def test_memory_stays_bounded_for_a_large_connection(tmp_path: Path) -> None:
 
 def tshark_follow(path: Path, streams: int) -> list[tuple[str, str, bytes, bytes]]:
     """(node 0, node 1, bytes node 0 sent, bytes node 1 sent) per tshark TCP stream, in order."""
+    assert TSHARK is not None  # callers are skipped otherwise
     command = [TSHARK, "-r", str(path), "-q"]
     for n in range(streams):
         command += ["-z", f"follow,tcp,raw,{n}"]

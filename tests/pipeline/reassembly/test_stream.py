@@ -25,7 +25,7 @@ def data_of(events: list[StreamEvent]) -> bytes:
     return b"".join(e.data for e in events if isinstance(e, Data))
 
 
-def of_type(events: list[StreamEvent], kind: type) -> list[tuple[int, int]]:
+def of_type(events: list[StreamEvent], kind: type[Gap | Conflict]) -> list[tuple[int, int]]:
     return [(e.offset, e.size) for e in events if isinstance(e, kind)]
 
 
