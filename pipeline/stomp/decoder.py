@@ -136,19 +136,20 @@ class Decoder:
         elif type(buf) is bytes and left <= len(data):
             self._buf = buf[pos:] + data  # copying at most twice the new data keeps this linear
         else:
-            if type(buf) is bytes:
+            if type(buf) is bytearray:
+                if pos:
+                    del buf[:pos]
+            else:
                 buf = bytearray(buf[pos:])
-            elif pos:
-                del buf[:pos]
             buf += data
             self._buf = buf
 
     def next_event(self) -> Event | _NeedData:
         if self._pending:
             return self._pending.popleft()
-        if self._state == _IDLE and type(self._buf) is bytes and not self.lenient:
+        if self._state == _IDLE and type(buf := self._buf) is bytes and not self.lenient:
             out: list[Event] = []
-            self._fast(out, 1)
+            self._fast(buf, out, 1)
             if out:
                 return out[0]
         event = self._advance()
@@ -163,8 +164,8 @@ class Decoder:
             if pending:
                 out.extend(pending)
                 pending.clear()
-            if self._state == _IDLE and type(self._buf) is bytes and not self.lenient:
-                self._fast(out, -1)
+            if self._state == _IDLE and type(buf := self._buf) is bytes and not self.lenient:
+                self._fast(buf, out, -1)
             event = self._advance()
             if event is not None:
                 out.append(event)
@@ -211,9 +212,10 @@ class Decoder:
 
     # -- fast path ----------------------------------------------------------------------------
 
-    def _fast(self, out: list[Event], limit: int) -> None:
-        """Append up to ``limit`` (-1: any number of) heart-beats and clean frames to ``out``."""
-        self._pos = scan(self._buf, self._pos, self._base, self._version, self.limits, out, limit)
+    def _fast(self, buf: bytes, out: list[Event], limit: int) -> None:
+        """Append up to ``limit`` (-1: any number of) heart-beats and clean frames to ``out``;
+        ``buf`` is ``self._buf``, when it is bytes."""
+        self._pos = scan(buf, self._pos, self._base, self._version, self.limits, out, limit)
 
     # -- state machine ------------------------------------------------------------------------
 

@@ -169,8 +169,9 @@ def undecoded_frame(
 
 
 _new_object = object.__new__
-_set_offset = HeartBeat.offset.__set__  # type: ignore[attr-defined]
-_set_length = HeartBeat.length.__set__  # type: ignore[attr-defined]
+# the slot descriptors (the class attributes as stored, not as type checkers see them)
+_set_offset = vars(HeartBeat)["offset"].__set__
+_set_length = vars(HeartBeat)["length"].__set__
 
 # Member descriptors in __slots__ order, for code that builds these objects slot by slot (the
 # compiled decoder).

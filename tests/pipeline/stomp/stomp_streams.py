@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pipeline.stomp import NEED_DATA, Decoder, Event, Frame, HeartBeat, Violation
 
@@ -13,10 +14,10 @@ def decode(
     *,
     chunks: Iterable[int] | None = None,
     eof: bool = True,
-    **options: object,
+    **options: Any,
 ) -> list[Event]:
     """Every event of ``data`` fed whole (or cut at the ``chunks`` sizes), pulled one at a time."""
-    decoder = Decoder(version, **options)  # type: ignore[arg-type]
+    decoder = Decoder(version, **options)
     events: list[Event] = []
     for piece in split(data, chunks):
         decoder.feed(piece)
@@ -71,7 +72,7 @@ def kinds(events: Sequence[Event]) -> list[str]:
     return found
 
 
-def only_frame(data: bytes, version: str = "1.2", **options: object) -> Frame:
+def only_frame(data: bytes, version: str = "1.2", **options: Any) -> Frame:
     events = decode(data, version, **options)
     found = frames(events)
     assert len(found) == 1, events

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,7 @@ def test_frame_offsets_cover_command_to_nul() -> None:
     assert isinstance(first, Frame) and isinstance(second, Frame)
     assert (first.start, first.end) == (0, len(SEND))
     assert beat == HeartBeat(offset=len(SEND), length=1)
+    assert isinstance(beat, HeartBeat)
     assert beat.offset == first.end  # the EOL right after the NUL
     assert (second.start, second.end) == (len(SEND) + 1, len(SEND) + 1 + len(ACK))
 
@@ -498,8 +500,8 @@ def test_every_kind_has_a_case() -> None:
 
 @pytest.mark.parametrize("kind", sorted(MALFORMED))
 def test_each_malformed_case_gives_its_violation_and_decoding_goes_on(kind: str) -> None:
-    wire, options = MALFORMED[kind]
-    options = dict(options)
+    wire, malformed_options = MALFORMED[kind]
+    options: dict[str, Any] = dict(malformed_options)
     version = str(options.pop("version", "1.2"))
     events = decode(wire + b"\n" + ACK, version, **options)
     assert kind in kinds(events)

@@ -38,7 +38,7 @@ def stomppy_wire(draw: st.DrawFn) -> bytes:
         command = draw(st.sampled_from(COMMANDS))
         headers = draw(st.dictionaries(NAMES, VALUES, max_size=6))
         body = draw(st.binary(max_size=30)) if command in BODY_COMMANDS else b""
-        Protocol12._escape_headers(None, headers)  # type: ignore[arg-type]
+        Protocol12._escape_headers(None, headers)
         if body:
             headers["content-length"] = str(len(body))
         wire += b"".join(convert_frame(StompPyFrame(command, headers, body)))
