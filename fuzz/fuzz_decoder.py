@@ -92,7 +92,8 @@ def decode_checked(stream: bytes, options: Options) -> tuple[list[Event], int]:
     events.extend(_pull(decoder))
     decoder.feed(b"after eof")
     late = _pull(decoder)
-    assert [type(e) for e in late] == [Violation] and late[0].kind == "data_after_eof", late
+    assert [type(e) for e in late] == [Violation], late
+    assert isinstance(late[0], Violation) and late[0].kind == "data_after_eof", late
     return events, length
 
 

@@ -103,27 +103,26 @@ def deframe(stream: bytes, options: Options, *, chunked: bool) -> tuple[list[Eve
 def check_events(events: list[Event], fed: int) -> None:
     stomp_at = 0
     for event in events:
-        kind = type(event)
-        if kind is StompData:
-            assert event.stomp_offset == stomp_at, (event.stomp_offset, stomp_at)  # type: ignore[union-attr]
-            assert event.data  # type: ignore[union-attr]
-            stomp_at += len(event.data)  # type: ignore[union-attr]
-            assert 0 <= event.tcp_offset < fed  # type: ignore[union-attr]
-        elif kind is StompGap:
-            assert event.stomp_offset == stomp_at and event.size > 0  # type: ignore[union-attr]
-            stomp_at += event.size  # type: ignore[union-attr]
-        elif kind is Control:
-            assert event.kind in ("ping", "pong", "close")  # type: ignore[union-attr]
-            assert 0 <= event.tcp_offset < fed  # type: ignore[union-attr]
+        if type(event) is StompData:
+            assert event.stomp_offset == stomp_at, (event.stomp_offset, stomp_at)
+            assert event.data
+            stomp_at += len(event.data)
+            assert 0 <= event.tcp_offset < fed
+        elif type(event) is StompGap:
+            assert event.stomp_offset == stomp_at and event.size > 0
+            stomp_at += event.size
+        elif type(event) is Control:
+            assert event.kind in ("ping", "pong", "close")
+            assert 0 <= event.tcp_offset < fed
         else:
-            assert kind is Violation, event
-            assert event.kind in ALL_KINDS, event  # type: ignore[union-attr]
-            assert event.tcp_offset is None or 0 <= event.tcp_offset <= fed  # type: ignore[union-attr]
+            assert type(event) is Violation, event
+            assert event.kind in ALL_KINDS, event
+            assert event.tcp_offset is None or 0 <= event.tcp_offset <= fed
 
 
 def summary(events: list[Event]) -> tuple[bytes, list[tuple[object, ...]]]:
-    stomp = b"".join(e.data for e in events if type(e) is StompData)  # type: ignore[union-attr]
-    others = [
+    stomp = b"".join(e.data for e in events if type(e) is StompData)
+    others: list[tuple[object, ...]] = [
         (e.kind, e.tcp_offset, getattr(e, "payload", None))  # type: ignore[union-attr]
         for e in events
         if type(e) in (Control, Violation)
@@ -141,7 +140,7 @@ def through_transport(stream: bytes, options: Options) -> bytes:
         events += transport.receive(direction, 2, offset, chunk)
         offset += len(chunk)
     events += transport.receive_eof(direction, 3) + transport.finish(3)
-    return b"".join(e.data for e in events if type(e) is StompData)  # type: ignore[union-attr]
+    return b"".join(e.data for e in events if type(e) is StompData)
 
 
 def check(data: bytes) -> None:

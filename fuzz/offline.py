@@ -10,7 +10,7 @@ past int64, a date out of range, a null in a non-null column) fails here as it w
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -93,7 +93,7 @@ def _check_not_null(table: str, column: pa.Array) -> None:
         assert values.null_count == 0, f"{table}.{spec.name} has {values.null_count} nulls"
 
 
-def assert_passcodes_masked(tables: dict[str, Iterable[dict]]) -> None:
+def assert_passcodes_masked(tables: Mapping[str, Iterable[dict]]) -> None:
     """Every header named passcode shows ``***``, and the text the pipeline composes (a frame's
     command, an anomaly's detail) never spells ``passcode:value``: broken framing can turn a
     header line into a command, which details then quote. Other header values are data."""
