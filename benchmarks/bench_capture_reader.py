@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import dpkt
 
@@ -139,7 +140,8 @@ def markdown(result: dict[str, object]) -> str:
         "| run | seconds | us / packet | MB/s |",
         "| --- | ---: | ---: | ---: |",
     ]
-    for name, row in result["rows"].items():  # type: ignore[union-attr]
+    rows = cast(dict[str, dict[str, object]], result["rows"])
+    for name, row in rows.items():
         lines.append(f"| {name} | {row['seconds']} | {row['us_per_packet']} | {row['mb_per_s']} |")
     speedup = result["speedup_vs_dpkt"]
     lines += [

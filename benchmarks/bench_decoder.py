@@ -162,7 +162,7 @@ def stomppy_frames(data: bytes, chunk: int = CHUNK) -> Iterator[object]:
         def receive(self) -> bytes:
             return next(self._source, b"")
 
-    read = MemoryTransport(chunks(data, chunk))._BaseTransport__read  # type: ignore[attr-defined]
+    read = MemoryTransport(chunks(data, chunk))._BaseTransport__read
     try:
         while True:
             for raw in read():

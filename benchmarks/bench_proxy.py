@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -144,7 +144,7 @@ class BulkRun:
     mb_per_s_total: float
 
 
-def run_bulk(total: int, through: Callable[[int], Iterator[int]]) -> BulkRun:
+def run_bulk(total: int, through: Callable[[int], AbstractContextManager[int]]) -> BulkRun:
     """One bulk transfer; ``through(server_port)`` yields the port the client should use."""
     ctx = multiprocessing.get_context("fork")
     listener = socket.create_server(("127.0.0.1", 0), backlog=16)
@@ -189,7 +189,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def socat_relay(buffer: int | None) -> Callable[[int], Iterator[int]]:
+def socat_relay(buffer: int | None) -> Callable[[int], AbstractContextManager[int]]:
     @contextmanager
     def through(server_port: int) -> Iterator[int]:
         port = _free_port()
@@ -293,7 +293,7 @@ def loss_recorded(folder: Path) -> int:
 
 def proxy_relay(
     capture_dir: Path | None, summaries: list[dict[str, int]], *extra: str
-) -> Callable[[int], Iterator[int]]:
+) -> Callable[[int], AbstractContextManager[int]]:
     @contextmanager
     def through(server_port: int) -> Iterator[int]:
         run_dir = Path(tempfile.mkdtemp(dir=capture_dir)) if capture_dir else None
@@ -476,7 +476,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     capture_dir = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
     summaries: list[dict[str, int]] = []
     drop_summaries: list[dict[str, int]] = []
-    variants: dict[str, Callable[[int], Iterator[int]]] = {
+    variants: dict[str, Callable[[int], AbstractContextManager[int]]] = {
         "direct": direct,
         "socat": socat_relay(None),
         "socat -b 262144": socat_relay(262144),

@@ -11,8 +11,9 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from functools import partial
 
-from wsproto.extensions import PerMessageDeflate
+from wsproto.extensions import Extension, PerMessageDeflate
 from wsproto.frame_protocol import FrameProtocol
 
 from pipeline.session import Endpoint, SessionModel
@@ -59,7 +60,7 @@ def segments(stream: bytes) -> list[bytes]:
 
 def websocket_streams(c2s: list[bytes], s2c: list[bytes], deflate: bool) -> tuple[bytes, bytes]:
     def side(client: bool) -> FrameProtocol:
-        extensions = []
+        extensions: list[Extension] = []
         if deflate:
             extension = PerMessageDeflate()
             extension.finalize("permessage-deflate")
@@ -129,7 +130,7 @@ def main() -> None:
     for deflate in (False, True):
         ws_script = interleave(*websocket_streams(c2s, s2c, deflate))
         wire = sum(len(d) for _, _, d in ws_script)
-        seconds = best(lambda s=ws_script: websocket_path(s), args.repeat)
+        seconds = best(partial(websocket_path, ws_script), args.repeat)
         name = "ws_deflate" if deflate else "ws"
         result[f"{name}_wire_mb"] = round(wire / 1e6, 2)
         result[f"{name}_s"] = round(seconds, 3)

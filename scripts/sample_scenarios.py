@@ -169,8 +169,8 @@ def rabbitmq_topics_tx(broker: Broker) -> ScenarioResult:
     producer.conn.abort("tx-abort", receipt="tx-abort-ok")
     producer.conn.send_frame("SEND", {"receipt": "no-destination"}, "lost")
     # RabbitMQ holds a transactional SEND's receipt until COMMIT and drops it on ABORT.
-    for receipt in ("price-0", "price-24", "tx-commit-send-2", "tx-commit-ok", "tx-abort-ok"):
-        producer.wait_receipt(receipt)
+    for awaited in ("price-0", "price-24", "tx-commit-send-2", "tx-commit-ok", "tx-abort-ok"):
+        producer.wait_receipt(awaited)
     producer.wait_errors(1)
 
     legacy.wait_messages(30)
