@@ -20,7 +20,12 @@ from typing import TypeVar
 THREAD_NAME = "stomp-lake-preload-gx"
 # What starting a SparkSession imports for the first time in a run that has only imported
 # pyspark.sql: imported before the preload starts, so that building the session imports nothing.
-IMPORTED_BY_SPARK_START = ("pandas", "pyspark.sql", "pyspark.testing.utils")
+IMPORTED_BY_SPARK_START = (
+    "pandas",
+    "pyspark.sql",
+    "pyspark.testing.utils",
+    "pyspark.logger.worker_io",
+)
 PRELOADED = ("great_expectations", "pipeline.validation.gate", "pipeline.validation.expectations")
 
 T = TypeVar("T")

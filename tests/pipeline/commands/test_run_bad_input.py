@@ -149,7 +149,11 @@ def _of_good_files(table: str, row: dict, sessions: set[str]) -> bool:
     return file is not None and Path(file).name in GOOD_NAMES
 
 
-@pytest.mark.parametrize("table", schemas.TABLES)
+# The samples are STOMP over TCP: websocket_controls has no rows of theirs to compare.
+SAMPLE_TABLES = [table for table in schemas.TABLES if table != "websocket_controls"]
+
+
+@pytest.mark.parametrize("table", SAMPLE_TABLES)
 def test_good_files_rows_are_as_without_the_bad_ones(
     good_lake: Lake, mixed: MixedRun, table: str
 ) -> None:
