@@ -82,6 +82,34 @@ def discover(inputs: Iterable[Path]) -> list[str]:
 
 
 NOT_A_CAPTURE = "not a capture file"
+# A capture still being written ends in .partial and is touched at least every flush interval
+# (stomp-capture: 1 s); one untouched for this long was most likely left by a crash.
+PARTIAL_GRACE_SECONDS = 300.0
+STALE_PARTIAL = (
+    "unfinished capture (.partial) not written to for 5 minutes, left by a crash? "
+    "starting stomp-capture on its folder recovers it"
+)
+
+
+def stale_partials(
+    inputs: Iterable[Path], grace_s: float = PARTIAL_GRACE_SECONDS, now: float | None = None
+) -> list[str]:
+    """``.partial`` files under the inputs that nothing has written to for ``grace_s``: they are
+    never ingested as they are, so the run reports them instead of passing over them."""
+    now = time.time() if now is None else now
+    stale = []
+    for path in inputs:
+        candidates = sorted(path.rglob("*.partial")) if path.is_dir() else [path]
+        for candidate in candidates:
+            if not candidate.name.endswith(".partial") or not candidate.is_file():
+                continue
+            try:
+                idle = now - candidate.stat().st_mtime
+            except OSError:
+                continue
+            if idle > grace_s:
+                stale.append(str(candidate.resolve()))
+    return stale
 SNIFF_BYTES = 8
 
 
@@ -145,6 +173,9 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             if not_captures:
                 # Out of the ledger, so they are reported again while they are there.
                 skipped[NOT_A_CAPTURE] = [f"{p}: {why}" for p, why in not_captures.items()]
+            partials = stale_partials(config.inputs)
+            if partials:
+                skipped[STALE_PARTIAL] = partials
             if not scan.new and config.batch_id and is_quarantined(lake, config.batch_id):
                 raise BatchQuarantined(lake, config.batch_id)
             if not scan.new and not config.close_open:

@@ -41,3 +41,25 @@ def test_missing_inputs_and_inputs_without_captures_are_refused(tmp_path: Path) 
     captures, others = check_inputs(RunConfig(inputs=[tmp_path, SAMPLE], lake=lake))
     assert captures == [str(SAMPLE.resolve())] and list(others) == [str(notes.resolve())]
     assert not lake.exists()
+
+
+def test_partial_captures_left_untouched_are_reported(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from pipeline.runner import PARTIAL_GRACE_SECONDS, stale_partials
+
+    folder = tmp_path / "captures"
+    (folder / "sub").mkdir(parents=True)
+    crashed = folder / "sub" / "broker-1.pcapng.partial"
+    writing = folder / "broker-2.pcapng.partial"
+    for path in (crashed, writing):
+        path.write_bytes(b"\x0a\x0d\x0d\x0a")
+    old = time.time() - PARTIAL_GRACE_SECONDS - 60
+    os.utime(crashed, (old, old))
+    assert stale_partials([folder]) == [str(crashed.resolve())]
+    assert stale_partials([crashed]) == [str(crashed.resolve())]
+    later = time.time() + 2 * PARTIAL_GRACE_SECONDS  # nothing written since: both are stale
+    assert sorted(stale_partials([folder], now=later)) == sorted(
+        str(p.resolve()) for p in (writing, crashed)
+    )
