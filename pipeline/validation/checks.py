@@ -114,6 +114,7 @@ def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any
         )
         .first()
     )
+    assert acks is not None  # an aggregate without grouping has exactly one row
     share = (acks["resolved"] / acks["total"]) if acks["total"] else None
     data = [
         (

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import schemas
 from pipeline.errors import StompLakeError
@@ -33,6 +33,7 @@ from pipeline.validation.results import ExpectationOutcome, outcomes_of
 from pipeline.validation.suites import CROSS_TABLE_SUITES, SUITE_NAMES, columns_used, load_suite
 
 if TYPE_CHECKING:
+    from great_expectations.data_context.store.store import DataDocsSiteConfigTypedDict
     from pyspark.sql import DataFrame, SparkSession
 
 DOCS_SITE = "local_site"
@@ -259,7 +260,9 @@ def _context(lake: Lake, batch_id: str) -> Any:
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     docs = make_private_dir(lake.docs_dir / batch_id)
-    site = dict(context.variables.data_docs_sites[DOCS_SITE])
+    sites = context.variables.data_docs_sites
+    assert sites is not None  # an ephemeral context is made with the default local site
+    site = cast("DataDocsSiteConfigTypedDict", dict(sites[DOCS_SITE]))
     site["store_backend"] = {
         "class_name": "TupleFilesystemStoreBackend",
         "base_directory": str(docs),

@@ -6,7 +6,7 @@ below mirror the column expectations the suites use; SQL checks are run again wi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 def unexpected_filter(kind: str, kwargs: dict[str, Any]) -> Column | None:
     from pyspark.sql import functions as F
 
-    column = kwargs.get("column")
+    column = cast(str, kwargs.get("column"))  # set for every column expectation tested below
     if kind == "expect_column_values_to_not_be_null":
         condition = F.col(column).isNull()
     elif kind == "expect_column_values_to_be_in_set":

@@ -73,7 +73,7 @@ def _spark_jobs(spark, expectations: list, group: str) -> tuple[list[bool], int]
     try:
         result = batch.validate(gx.ExpectationSuite(group, expectations=expectations))
     finally:
-        spark.sparkContext.setJobGroup(None, None)  # type: ignore[arg-type]
+        spark.sparkContext.setJobGroup(None, None)
     return [r.success for r in result.results], len(tracker.getJobIdsForGroup(group))
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_row_filter_takes_only_queries_that_test_each_row_alone(query, condition
 
 
 def test_filtering_row_queries_are_folded_and_the_others_counted() -> None:
-    suite = {
+    suite: dict[str, Any] = {
         "name": "t",
         "expectations": [
             {
