@@ -18,7 +18,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake import Field as DeltaField
 from deltalake import Schema as DeltaSchema
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from pipeline.lake.layout import private_umask
 from pipeline.lake.table_schema import SchemaMismatch, added_fields
@@ -156,8 +156,9 @@ def commit_files(
         if new_columns:
             table.alter.add_columns(new_columns)
             table.update_incremental()
+        appended: list[AddAction | RemoveAction] = [*actions]  # the parameter's list type
         table.create_write_transaction(
-            actions,
+            appended,
             "append",
             table.schema(),
             partition_by=partition_by,

@@ -77,7 +77,7 @@ def test_a_batch_resumed_late_never_lowers_the_marker(tmp_path: Path) -> None:
     assert delta.transaction_version(app_id_for("t")) == 7
     assert batch_committed(delta, app_id_for("t"), 6, "B6")
     props = commit_properties(delta, app_id_for("t"), 3, "B3")
-    assert props.app_transactions[0].version == 7
+    assert props.app_transactions is not None and props.app_transactions[0].version == 7
 
 
 def test_stats_and_partition_values_reach_the_log(tmp_path: Path) -> None:

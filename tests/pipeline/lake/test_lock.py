@@ -52,7 +52,8 @@ def test_second_run_waits_for_the_first(lake: Lake) -> None:
     started = time.monotonic()
     with lake_lock(lake, wait=30):
         waited = time.monotonic() - started
-        assert read_lock_holder(lake)["pid"] == os.getpid()
+        holder_info = read_lock_holder(lake)
+        assert holder_info is not None and holder_info["pid"] == os.getpid()
     holder.wait(timeout=10)
     assert 0.3 < waited < 10
 

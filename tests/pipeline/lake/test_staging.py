@@ -112,10 +112,10 @@ def test_a_batch_over_a_thousand_dates_writes_one_file_per_date(
     staged = stage_batch(
         frame, lake, "events", schema=events_spark_schema, partition_by=["date"], batch_id="b-wide"
     )
-    per_date: dict[str, int] = {}
+    per_date: dict[str | None, int] = {}
     for data_file in staged.files:
-        day = data_file.partition_values["date"]
-        per_date[day] = per_date.get(day, 0) + 1
+        date = data_file.partition_values["date"]
+        per_date[date] = per_date.get(date, 0) + 1
     assert len(per_date) == 1_000 and staged.rows == 10_000
     assert max(per_date.values()) == 1
     assert len(list(staged.table_path.rglob("*.parquet"))) == 1_000
