@@ -60,10 +60,10 @@ class WriteResult:
 
 def delta_jars_available(spark: SparkSession) -> bool:
     """Delta's Spark data source is on the driver's classpath."""
-    jvm = spark._jvm
-    if jvm is None:  # no JVM at all (Spark Connect)
-        return False
     try:
+        jvm = spark._jvm
+        if jvm is None:  # no JVM at all
+            return False
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
         loader.loadClass(DELTA_SOURCE_CLASS)
     except Exception:  # py4j error (class missing) or no JVM at all (Spark Connect)
