@@ -376,7 +376,7 @@ class ProtocolState:
 
 
 _Handler = Callable[[ProtocolState, int, Headers, Frame, Body, Chunk], None]
-_HANDLERS: dict[str, tuple[str, _Handler]] = {
+_HANDLERS: dict[str, tuple[Direction, _Handler]] = {
     "CONNECT": (C2S, ProtocolState._on_connect),
     "STOMP": (C2S, ProtocolState._on_connect),
     "SEND": (C2S, ProtocolState._on_send),

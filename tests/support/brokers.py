@@ -286,7 +286,7 @@ def running_broker(
         raise RuntimeError(f"cannot start {kind}: {reason}")
     broker = _default_broker(kind, stomp_port or free_port())
     own_workdir = workdir is None
-    folder = Path(tempfile.mkdtemp(prefix=f"stomp-lake-{kind}-")) if own_workdir else workdir
+    folder = Path(tempfile.mkdtemp(prefix=f"stomp-lake-{kind}-")) if workdir is None else workdir
     folder.mkdir(parents=True, exist_ok=True)
     launch = LAUNCHERS[kind](broker, folder.resolve())
     try:

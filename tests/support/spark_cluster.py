@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from tests.support.brokers import free_port
 
@@ -91,7 +92,7 @@ def _start(cluster: StandaloneCluster, name: str, args: list[str]) -> subprocess
 def _wait_for(cluster: StandaloneCluster, workers: int) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while cluster.alive_workers() < workers:
-        dead = [p.args[1] for p in cluster.processes if p.poll() is not None]
+        dead = [cast(list[str], p.args)[1] for p in cluster.processes if p.poll() is not None]
         if dead or time.monotonic() > deadline:
             reason = f"exited: {dead}" if dead else f"not ready in {START_TIMEOUT_S:.0f} s"
             raise RuntimeError(f"Spark standalone cluster {reason}\n{cluster.log_tail()}")

@@ -36,7 +36,7 @@ class _Inbox(stomp.ConnectionListener):
         self.arrived.set()
 
 
-def _round_trip(broker: Broker) -> tuple[str, list[bytes], list[dict[str, str]]]:
+def _round_trip(broker: Broker) -> tuple[str | None, list[bytes], list[dict[str, str]]]:
     conn = stomp.Connection12([broker.address], vhost=broker.vhost, auto_decode=False)
     inbox = _Inbox()
     conn.set_listener("inbox", inbox)

@@ -225,6 +225,7 @@ def model_of(events: list[tuple[str, int, bytes | str]], options: ModelOptions |
         if data == "close":
             model.on_close(direction, ts_ns, "fin")
         else:
+            assert isinstance(data, bytes)  # only the close marker is text
             model.on_data(direction, ts_ns, offsets[direction], data)
             offsets[direction] += len(data)
     model.finish(events[-1][1])

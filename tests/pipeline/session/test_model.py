@@ -423,7 +423,8 @@ class _Inbox(stomp.ConnectionListener):
 
 def _trailer_offsets(events: list[tuple[str, int, bytes | str]], direction: str) -> set[int]:
     """Stream offsets of LFs that follow a NUL inside the same recorded chunk."""
-    offsets, position = set(), 0
+    offsets: set[int] = set()
+    position = 0
     for chunk_direction, _, data in events:
         if chunk_direction != direction or data == "close":
             continue

@@ -90,6 +90,7 @@ def build_capture() -> tuple[list[g.SynthPacket], dict[int, tuple[str, g.Convers
 
 def tshark_streams(path: Path, streams: int) -> dict[tuple[str, int], tuple[bytes, bytes]]:
     """(client ip, client port) -> (client bytes, server bytes) as tshark follows them."""
+    assert TSHARK is not None  # callers are skipped otherwise
     command = [TSHARK, "-r", str(path), "-q"]
     for index in range(streams):
         command += ["-z", f"follow,tcp,raw,{index}"]
