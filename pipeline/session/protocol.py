@@ -22,7 +22,7 @@ from pipeline.stomp import Frame
 
 C2S = Direction.C2S
 S2C = Direction.S2C
-SIDE = {C2S: C2S.side, S2C: S2C.side}
+SIDE: dict[str, str] = {C2S: C2S.side, S2C: S2C.side}  # by Direction or its value
 ACK_MODES: frozenset[str] = frozenset({"auto", "client", "client-individual"})
 
 Headers = dict[str, str]
