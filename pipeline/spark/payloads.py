@@ -1,30 +1,30 @@
-"""Payload bytes read back from the capture files by offset, each file mapped once per task."""
+"""Payload bytes read back from the capture files by offset.
+
+Read with `os.pread` rather than from a memory map: the flow pass reads payloads of all the
+batch's files in flow order, and mapped pages would count in the task's resident memory until
+the map is closed, so a task's memory would grow with the batch's bytes. Page-cache pages read
+by `pread` belong to no process.
+"""
 
 from __future__ import annotations
 
-import mmap
+import os
 
 
 class PayloadFiles:
-    """Capture files mapped once per task; payloads are slices of the maps."""
+    """Capture files opened once per task; `read` returns the bytes at an offset."""
 
     def __init__(self, paths: tuple[str, ...]) -> None:
         self.paths = paths
-        self._maps: dict[int, mmap.mmap | bytes] = {}
+        self._fds: dict[int, int] = {}
 
     def read(self, file_id: int, offset: int, length: int) -> bytes:
-        buf = self._maps.get(file_id)
-        if buf is None:
-            with open(self.paths[file_id], "rb") as handle:
-                try:
-                    buf = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-                except ValueError:  # empty file
-                    buf = b""
-            self._maps[file_id] = buf
-        return buf[offset : offset + length]
+        fd = self._fds.get(file_id)
+        if fd is None:
+            fd = self._fds[file_id] = os.open(self.paths[file_id], os.O_RDONLY)
+        return os.pread(fd, length, offset)
 
     def close(self) -> None:
-        for buf in self._maps.values():
-            if isinstance(buf, mmap.mmap):
-                buf.close()
-        self._maps.clear()
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()

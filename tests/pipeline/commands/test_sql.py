@@ -113,3 +113,71 @@ def test_as_a_user_a_bad_query_is_one_line_and_v_shows_the_rest(tmp_path) -> Non
     loud = sql("-v")
     assert loud.returncode == 1
     assert "SQLSTATE: 42703" in loud.stderr and "Project" in loud.stderr
+
+
+def test_as_a_user_the_terminal_prompt_completes_names_and_edits_multi_line(tmp_path) -> None:
+    """`stomp-lake sql` on a pseudo-terminal: a statement typed over two lines with a table
+    name completed by Tab runs once ';' ends it; `\\d` still describes a table."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import sys
+    import termios
+    import time
+    from pathlib import Path
+
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STOMP_LAKE_")}
+    env.update(
+        TMPDIR=str(tmp_path), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1",
+        STOMP_LAKE_SQL_HISTORY=str(tmp_path / "history"),
+    )  # fmt: skip
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    program = str(Path(sys.executable).parent / "stomp-lake")
+    process = subprocess.Popen(
+        [program, "sql", "--lake", str(lake), "--master", "local[1]"],
+        stdin=follower, stdout=follower, stderr=follower, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    os.close(follower)
+    seen = bytearray()
+
+    def until(text: bytes, timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in seen:
+            assert time.monotonic() < deadline, bytes(seen)[-2000:]
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if ready:
+                try:
+                    seen.extend(os.read(leader, 65536))
+                except OSError:  # EIO: the program closed the terminal
+                    break
+
+    try:
+        until(b"stomp-lake>")  # the space after it is drawn as a cursor move
+        time.sleep(1)  # the prompt is drawn: let it settle into raw mode
+        os.write(leader, b"SELECT count(*) AS n\r")
+        time.sleep(0.3)
+        os.write(leader, b"FROM sessio\t")
+        time.sleep(0.5)
+        os.write(leader, b";\r")
+        until(b"(1 row)")
+        os.write(leader, b"\\d errors\r")
+        until(b"connection_closed")
+        os.write(leader, b"\\q\r")
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(leader)
+    screen = bytes(seen).decode("utf-8", "replace")
+    assert "FROM sessions" in screen  # Tab completed the table name
+    assert "...>" in screen  # the statement went on over a second line
+    assert process.returncode == 0
+    history = (tmp_path / "history").read_text()
+    assert "SELECT count(*) AS n" in history and "FROM sessions;" in history
+    assert (tmp_path / "history").stat().st_mode & 0o077 == 0
