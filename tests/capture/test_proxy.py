@@ -14,6 +14,8 @@ from capture.config import HostPort, ListenerConfig, ProxyConfig
 from capture.proxy import CaptureProxy
 from capture.recorder import STILL_OPEN_COMMENT
 from pipeline.ingest import SYN, CaptureReader, TcpPacket
+from pipeline.reassembly import Data, Opened, Segment
+from pipeline.reassembly.local import LocalReassembly
 from tests.capture.harness import (
     proxied,
     read_all,
@@ -181,3 +183,16 @@ def test_a_client_reusing_its_port_gets_new_sequence_numbers(
                     syn_acks.append(packet.seq)
     assert len(syns) == len(syn_acks) == times
     assert len(set(syns)) == len(set(syn_acks)) == times
+    # Ingested, every connection is one of its own with all its bytes: none is lost as a
+    # retransmission of the one before it on the same 4-tuple.
+    opened = 0
+    data: dict[tuple[str, bool], bytes] = {}
+    for event in LocalReassembly([str(path) for path in files]):
+        if type(event) is Opened:
+            opened += 1
+        elif type(event) is Segment and type(event.event) is Data:
+            key = (event.connection_id, event.from_client)
+            data[key] = data.get(key, b"") + event.event.data
+    assert opened == times
+    sent = sorted(payload for (_, from_client), payload in data.items() if from_client)
+    assert sent == [b"%05d" % i for i in range(times)]
