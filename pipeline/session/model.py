@@ -60,8 +60,10 @@ from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
 from pipeline.session.rows import Row, frame_row, heartbeat_row, websocket_control_row
 from pipeline.session.streams import DirectionStream, Stamp, make_chunk, make_stamp
 from pipeline.stomp import ALL_COMMANDS, NEED_DATA, Event, Frame, HeartBeat
+from pipeline.stomp import Violation as StompViolation
 
 if TYPE_CHECKING:
+    from pipeline.stomp.decoder import _NeedData
     from pipeline.websocket.events import Control, HandshakeSeen, Violation
 
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
@@ -118,7 +120,10 @@ class SessionModel:
         self.server = server
         self.options = options
         self._mid_stream = mid_stream
-        self._streams = {C2S: DirectionStream(C2S), S2C: DirectionStream(S2C)}
+        self._streams: dict[str, DirectionStream] = {
+            C2S: DirectionStream(C2S),
+            S2C: DirectionStream(S2C),
+        }  # by Direction or its plain value
         self._out = Outbox(session_id)
         self._protocol = ProtocolState(options, self._out)
         self._negotiated = False
@@ -325,7 +330,7 @@ class SessionModel:
         decoder = stream.decoder
         assert decoder is not None
         if self._negotiated:
-            events: Iterable[Event] = decoder.events()
+            events: Iterable[Event | _NeedData] = decoder.events()
         else:  # one at a time: CONNECTED switches the version before the next frame is framed
             events = iter(decoder.next_event, NEED_DATA)
         for event in events:
@@ -335,8 +340,9 @@ class SessionModel:
             elif kind is HeartBeat:
                 self._on_heartbeat(stream, event)  # type: ignore[arg-type]
             else:
+                assert isinstance(event, StompViolation)  # runs per violation only
                 at = stream.chunk_at(event.offset)
-                self._out.violation(event.kind, stream.direction, at, event.offset, event.detail)  # type: ignore[union-attr]
+                self._out.violation(event.kind, stream.direction, at, event.offset, event.detail)
         stream.prune()
 
     def _on_heartbeat(self, stream: DirectionStream, beat: HeartBeat) -> None:

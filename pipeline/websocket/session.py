@@ -20,24 +20,24 @@ def apply(
 ) -> None:
     """``source``: (file, record offset) of the packet whose bytes produced the events."""
     for event in events:
-        kind = type(event)
-        if kind is StompData:
+        # data first: the common case costs one type() as before, the rarer kinds one more each
+        if type(event) is StompData:
             model.on_data(
-                event.direction,  # type: ignore[union-attr]
+                event.direction,
                 event.ts_ns,
-                event.stomp_offset,  # type: ignore[union-attr]
-                event.data,  # type: ignore[union-attr]
+                event.stomp_offset,
+                event.data,
                 source,
-                tcp_offset=event.tcp_offset,  # type: ignore[union-attr]
-                whole_message=event.whole_message,  # type: ignore[union-attr]
-                tcp_frames=event.frames,  # type: ignore[union-attr]
+                tcp_offset=event.tcp_offset,
+                whole_message=event.whole_message,
+                tcp_frames=event.frames,
             )
-        elif kind is StompGap:
-            model.on_gap(event.direction, event.ts_ns, event.stomp_offset, event.size, source)  # type: ignore[union-attr]
-        elif kind is Control:
-            model.on_websocket_control(event, source)  # type: ignore[arg-type]
-        elif kind is Violation:
-            model.on_websocket_violation(event, source)  # type: ignore[arg-type]
-        elif kind is HandshakeSeen:
-            model.on_websocket_handshake(event)  # type: ignore[arg-type]
+        elif type(event) is StompGap:
+            model.on_gap(event.direction, event.ts_ns, event.stomp_offset, event.size, source)
+        elif type(event) is Control:
+            model.on_websocket_control(event, source)
+        elif type(event) is Violation:
+            model.on_websocket_violation(event, source)
+        elif type(event) is HandshakeSeen:
+            model.on_websocket_handshake(event)
         # NotWebSocket: nothing to record, the connection stays transport 'tcp'

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from pipeline.session.streams import DirectionStream, make_chunk, make_stamp
+from pipeline.session.streams import Chunk, DirectionStream, make_chunk, make_stamp
 
 T0 = 1_700_000_000_000_000_000
 
@@ -12,17 +12,23 @@ def _stream(*bounds: int) -> DirectionStream:
     return stream
 
 
+def _at(stream: DirectionStream, offset: int) -> Chunk:
+    chunk = stream.chunk_at(offset)
+    assert chunk is not None
+    return chunk
+
+
 def test_chunk_at_finds_the_chunk_holding_an_offset() -> None:
     stream = _stream(0, 10, 20, 35)
-    assert [stream.chunk_at(o).ts_ns - T0 for o in (0, 9, 10, 19, 20, 34)] == [0, 0, 1, 1, 2, 2]
+    assert [_at(stream, o).ts_ns - T0 for o in (0, 9, 10, 19, 20, 34)] == [0, 0, 1, 1, 2, 2]
     assert stream.bytes == 35 and stream.next_offset == 35
 
 
 def test_chunk_at_answers_the_chunk_before_a_hole() -> None:
     stream = _stream(0, 10)
     stream.add_chunk(make_chunk(50, 60, T0 + 9, None))
-    assert stream.chunk_at(30).end == 10
-    assert stream.chunk_at(55).ts_ns == T0 + 9
+    assert _at(stream, 30).end == 10
+    assert _at(stream, 55).ts_ns == T0 + 9
 
 
 def test_prune_keeps_the_chunk_of_the_last_consumed_byte() -> None:

@@ -38,7 +38,7 @@ def _of(rows: Rows, table: str, session: dict) -> list[dict]:
 
 def _sent(record: dict) -> dict[str, int]:
     # stompjs logs a SEND with a binary body as its ArrayBuffer
-    sent = Counter()
+    sent: Counter[str] = Counter()
     for command, count in record["sent"].items():
         sent["SEND" if command.startswith("[object") else command] += count
     return dict(sent)
