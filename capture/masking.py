@@ -39,7 +39,7 @@ def is_passcode_name(name: bytes) -> bool:
     return b"passcode" in _WHITESPACE.sub(b"", decoded).lower()
 
 
-def is_connect_command(line: bytes) -> bool:
+def is_connect_command(line: bytes | bytearray) -> bool:
     return line.strip().upper().startswith(CONNECT_PREFIXES)
 
 

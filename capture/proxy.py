@@ -83,7 +83,11 @@ class CaptureProxy:
         """Bind every listener (only the addresses given); raises OSError if one cannot."""
         loop = asyncio.get_running_loop()
         if self.sink is not None:
-            self.sink.on_drained = lambda: loop.call_soon_threadsafe(self.release_reading)
+
+            def drained() -> None:
+                loop.call_soon_threadsafe(self.release_reading)
+
+            self.sink.on_drained = drained
         for listener in self.config.listeners:
             self.upstream_ssl[listener] = upstream_ssl_context(listener)
 

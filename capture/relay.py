@@ -42,7 +42,7 @@ class ProxyCounters:
     connections_left_open: int = 0  # still open when the proxy stopped (marked in capture)
 
 
-def reset(transport: asyncio.BaseTransport | None) -> None:
+def reset(transport: asyncio.Transport | None) -> None:
     """Close with an RST (SO_LINGER 0) rather than a FIN."""
     if transport is None or transport.is_closing():
         return

@@ -122,7 +122,7 @@ class AioStompClient:
         )
 
     async def receive_messages(self, count: int) -> list[bytes]:
-        bodies = []
+        bodies: list[bytes] = []
         while len(bodies) < count:
             frame = await self.read_frame()
             if frame is None:

@@ -663,7 +663,7 @@ def test_a_config_file_with_several_listeners(tmp_path: Path) -> None:
         )
         assert process.stderr is not None
         try:
-            ports = []
+            ports: list[tuple[str, int]] = []
             while len(ports) < 2:
                 line = process.stderr.readline()
                 assert line, "proxy exited"

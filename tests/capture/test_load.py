@@ -9,6 +9,7 @@ import hashlib
 import resource
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -81,7 +82,7 @@ async def _load(broker: Broker, proxy: ProxyProcess) -> tuple[list[AioStompClien
         peak, *clients = await asyncio.gather(
             release_when_all_open(), *(one(i) for i in range(CLIENTS))
         )
-    return clients, peak
+    return cast(list[AioStompClient], clients), cast(int, peak)
 
 
 def test_a_thousand_clients_at_once(

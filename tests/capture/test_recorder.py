@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from capture.masking import PasscodeMasker
 from capture.recorder import STILL_OPEN_COMMENT, ConnectionRecorder
@@ -21,7 +22,7 @@ def _packets(writer: CaptureWriter) -> tuple[list[tuple[TcpPacket, bytes]], list
         return packets, [text for _, text in reader.comments]
 
 
-def _writer(tmp_path: Path, **kwargs: int) -> CaptureWriter:
+def _writer(tmp_path: Path, **kwargs: Any) -> CaptureWriter:
     writer = CaptureWriter(tmp_path, **kwargs)
     writer.start()
     return writer

@@ -14,7 +14,7 @@ import pytest
 
 from capture.config import HostPort
 from capture.relay import WRITE_HIGH_WATER
-from pipeline.ingest import CaptureReader
+from pipeline.ingest import CaptureReader, TcpPacket
 from tests.capture.harness import (
     abort_with_rst,
     proxied,
@@ -96,7 +96,10 @@ def test_half_close_passes_through(run: Callable, tmp_path: Path) -> None:
     assert bytes(conn.received) == answer
     assert (conn.client_end, conn.server_end) == ("fin", "fin")
     with CaptureReader(str(files[0])) as reader:
-        flags = [(p.src_port == conn.client[1], p.flags & 0x01, p.payload_len) for p in reader]
+        items = list(reader)
+    packets = [p for p in items if isinstance(p, TcpPacket)]
+    assert packets == items
+    flags = [(p.src_port == conn.client[1], p.flags & 0x01, p.payload_len) for p in packets]
     client_fin = flags.index((True, 1, 0))
     answer_at = flags.index((False, 0, len(answer)))
     assert client_fin < answer_at

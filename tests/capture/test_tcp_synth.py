@@ -129,6 +129,7 @@ def test_mixed_families_end_up_in_one() -> None:
     v4, v6 = Endpoint.of("127.0.0.1", 1), Endpoint.of("::1", 2)
     mapped = Endpoint.of("::ffff:127.0.0.1", 3)
     client, server = common_family(v6, v4)
+    assert isinstance(server.ip, ipaddress.IPv6Address)
     assert (str(client.ip), server.ip.ipv4_mapped) == ("::1", v4.ip)
     client, server = common_family(mapped, v4)
     assert (str(client.ip), client.port, str(server.ip)) == ("127.0.0.1", 3, "127.0.0.1")
@@ -152,7 +153,7 @@ def test_any_interleaving_reassembles_and_acks_what_the_peer_sent(
     conv = TcpConversation(CLIENT, SERVER, client_isn, server_isn)
     conv.handshake(0, 0)
     sent = {Side.CLIENT: b"", Side.SERVER: b""}
-    streams = {Side.CLIENT: {}, Side.SERVER: {}}
+    streams: dict[Side, dict[int, bytes]] = {Side.CLIENT: {}, Side.SERVER: {}}
     for i, (side, size) in enumerate(chunks):
         data = bytes([i % 251]) * size
         for packet in conv.data(side, i, data):
