@@ -47,7 +47,7 @@ def write_result(
     # One row more than shown tells whether there were more.
     result = as_text(frame, limit + 1 if limit else None, stream=False)
     rows = list(result.rows)
-    more = bool(limit) and len(rows) > limit
+    more = limit is not None and limit != 0 and len(rows) > limit
     rows = rows[:limit] if more else rows
     out.write(format_table(result.columns, rows, result.numeric))
     note = f"; only the first {limit} shown (--limit 0 shows all)" if more else ""

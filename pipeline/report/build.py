@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pipeline.audit.registry import get_query
 from pipeline.audit.views import TimeWindow
@@ -124,7 +124,8 @@ def rates_section(messages: DataFrame, span_us: tuple[int | None, int | None]) -
     buckets = range(min(b for _, b in counts), max(b for _, b in counts) + 1, width * 1_000_000)
     charts, summary = [], []
     for name in names:
-        series, peaks = [], []
+        series: list[Series] = []
+        peaks: list[tuple[float, datetime] | None] = []
         for kind, label, color in ((0, "sent", SENT_COLOR), (1, "delivered", DELIVERED_COLOR)):
             values = [counts.get((name, b), [0, 0])[kind] for b in buckets]
             points = tuple((_utc(b), v / width) for b, v in zip(buckets, values, strict=True))
@@ -498,6 +499,10 @@ def _rows(frame: DataFrame) -> list[dict[str, Any]]:
     return [row.asDict() for row in frame.collect()]
 
 
+@overload
+def _utc(micros: int) -> datetime: ...
+@overload
+def _utc(micros: None) -> None: ...
 def _utc(micros: int | None) -> datetime | None:
     return None if micros is None else datetime.fromtimestamp(micros / 1e6, UTC)
 

@@ -50,7 +50,7 @@ def test_a_statement_may_span_lines_and_several_may_share_one(session) -> None:
             "SELECT 1 AS one; SELECT 2 AS two;",
         ],
     )
-    expected = {}
+    expected: dict[str, int] = {}
     for conn in connections():
         expected[conn["login"]] = expected.get(conn["login"], 0) + 1
     assert f"admin | {expected['admin']}\n" in text

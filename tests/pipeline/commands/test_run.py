@@ -6,6 +6,7 @@ import json
 import shutil
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ def _rows(spark, lake: Lake, table: str) -> list:
     return read_table(spark, lake, table).collect()
 
 
-def _by_port(spark, lake: Lake) -> dict[int, object]:
+def _by_port(spark, lake: Lake) -> dict[int, Any]:  # pyspark Rows
     return {row.client_port: row for row in _rows(spark, lake, "sessions")}
 
 

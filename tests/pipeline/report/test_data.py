@@ -73,10 +73,10 @@ def test_ack_latency_histogram_counts_every_settled_message(views) -> None:
 @pytest.mark.spark
 def test_heartbeat_lateness_counts_every_beat_of_a_negotiated_direction(views) -> None:
     rows = _rows(data.heartbeat_lateness(views.table("heartbeats")))
-    got = Counter()
+    got: Counter[str] = Counter()
     for row in rows:
         got[row["direction"]] += row["beats"]
-    expected = Counter()
+    expected: Counter[str] = Counter()
     for conn in connections():
         effective = conn["heart_beat_effective"] or {}
         if effective.get("client_to_server_ms"):

@@ -20,6 +20,12 @@ from pipeline.report.svg import (
 )
 
 
+def _title(mark: ET.Element) -> str | None:
+    title = mark.find("title")
+    assert title is not None
+    return title.text
+
+
 def _marks(svg: str) -> list[ET.Element]:
     root = ET.fromstring(svg)  # well-formed XML, so well-formed inline SVG
     return [e for e in root.iter() if e.get("class") == "mark"]
@@ -38,7 +44,7 @@ def test_ticks_are_round_and_cover_the_maximum() -> None:
 def test_bars_carry_their_numbers_and_escape_labels() -> None:
     svg = bar_chart("Sessions", [Bar("<rst>", 3, "rst: 3 sessions"), Bar("fin & co", 11, "fin")])
     marks = _marks(svg)
-    assert [m.find("title").text for m in marks] == ["rst: 3 sessions", "fin"]
+    assert [_title(m) for m in marks] == ["rst: 3 sessions", "fin"]
     assert "&lt;rst&gt;" in svg and "fin &amp; co" in svg
     assert "<script" not in svg and "http" not in svg
 
@@ -58,7 +64,7 @@ def test_time_lines_put_a_marker_with_its_tooltip_on_every_point() -> None:
         Series("/queue/a delivered", points[:1], ("q0",), dashed=True),
     ]
     svg = time_lines("Rates", series, y_title="messages / s")
-    assert [m.find("title").text for m in _marks(svg)] == ["p0", "p1", "p2", "q0"]
+    assert [_title(m) for m in _marks(svg)] == ["p0", "p1", "p2", "q0"]
     assert "02:36:00" in svg and "stroke-dasharray" in svg
 
 
