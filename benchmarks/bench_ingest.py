@@ -53,6 +53,7 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     JVM, Python workers up), with the CPU seconds the JVM and the Python processes spent."""
     started = time.perf_counter()
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import RunnerConfig, flow_pass
@@ -68,8 +69,13 @@ def ours_child(paths: list[str]) -> dict[str, object]:
         cpu = cpu_seconds_by_command(os.getpid())
         mark = time.perf_counter()
         packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
-        counted = packets.groupBy("record_type").count().collect()
-        rows = {r["record_type"]: r["count"] for r in counted}
+        counted = (
+            packets.groupBy("record_type")
+            .agg(F.count("*").alias("rows"), F.sum("packet_count").alias("packets"))
+            .collect()
+        )
+        rows = {r["record_type"]: r["rows"] for r in counted}
+        rows["packet"] = sum(r["packets"] or 0 for r in counted)  # packed in the flow pieces
         timings[f"{rep}packets_frame"] = time.perf_counter() - mark
         now = cpu_seconds_by_command(os.getpid())
         cpu_by_phase[f"{rep}packets_frame"], cpu = cpu_used(cpu, now), now
