@@ -39,7 +39,7 @@ def test_a_tiny_benchmark_run_writes_its_results(tmp_path: Path) -> None:
     assert set(figures["bulk_median_mb_per_s"]) == {
         "direct", "socat", "socat -b 262144",
         "stomp-capture, no capture", "stomp-capture, capture on",
-        "stomp-capture, capture on, --buffer 2G",
+        "stomp-capture, capture on, --capture-mode drop",
     }
     targets = figures["targets"]
     assert targets["no_byte_lost"] and targets["capture_complete"]
