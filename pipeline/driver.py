@@ -11,6 +11,9 @@ Two decisions live here:
 * Strays. A connection whose start was not captured and that carried no payload (most often the
   last ACKs or FIN of one that ended in an earlier batch) is not a session: it becomes one
   anomaly row.
+* Transport. A connection whose client opens with an HTTP upgrade to WebSocket has its bytes
+  de-framed by `pipeline.websocket` before the model sees the STOMP inside; plain TCP goes to
+  the model directly.
 
 At the end of a batch's input, a connection that is over is finished; one still open is either
 closed (``close_open``: end reason ``capture_end``) or handed back as a `DriverState` for the
