@@ -184,11 +184,18 @@ def read_pcap(
     start: int,
     end: int,
     stats: CaptureStats,
+    *,
+    reads_header: bool | None = None,
 ) -> Iterator[TcpPacket | CaptureAnomaly]:
-    """Yield the TCP packets and anomalies of the records that start in [start, end)."""
+    """Yield the TCP packets and anomalies of the records that start in [start, end).
+
+    ``reads_header``: this range is the one that reports the file header's problems (the first
+    split of the file); by default, a range starting at the first record."""
     records = PcapRecords(buf, size, header)
     decode = decoder_for(header.linktype)
-    if decode is None and start <= FILE_HEADER_LEN:
+    if reads_header is None:
+        reads_header = start <= FILE_HEADER_LEN
+    if decode is None and reads_header:
         unknown = CaptureAnomaly("unknown_linktype", 20, f"link type {header.linktype}")
         stats.note(unknown)
         yield unknown

@@ -117,7 +117,10 @@ class CaptureReader:
             if start > FILE_HEADER_LEN:
                 walk = PcapRecords(buf, size, header).offsets(FILE_HEADER_LEN)
                 start = _first_at_or_after(walk, start, size)
-        yield from read_pcap(buf, size, header, max(start, FILE_HEADER_LEN), end, self.stats)
+        first = max(start, FILE_HEADER_LEN)
+        # Splits of one file: the one holding the file header reports it, once.
+        owns_header = (self._start or 0) < FILE_HEADER_LEN
+        yield from read_pcap(buf, size, header, first, end, self.stats, reads_header=owns_header)
 
     def _read_pcapng(
         self, buf: Buffer, size: int, start: int, end: int
