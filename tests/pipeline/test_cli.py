@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 STOMP_LAKE = Path(sys.executable).parent / "stomp-lake"
@@ -94,3 +96,18 @@ def test_lake_and_input_come_from_the_environment(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"stomp-lake run: no such file or directory: {missing}"
     bad_conf = _program("run", "--input", "x", "--lake", "y", "--conf", "no-equals-sign")
     assert bad_conf.returncode == 2 and "expected KEY=VALUE" in bad_conf.stderr
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_demo_the_readme_starts_with_ingests_the_samples_and_says_where(tmp_path: Path) -> None:
+    """`make demo` runs `stomp-lake demo --lake work/lake`: the bundled samples end to end."""
+    lake = tmp_path / "lake"
+    done = subprocess.run(
+        [str(STOMP_LAKE), "demo", "--lake", str(lake)],
+        capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"tables: {lake.resolve() / 'tables'}" in done.stdout
+    assert "query them:" in done.stdout
+    assert (lake / "tables" / "sessions" / "_delta_log").is_dir()
