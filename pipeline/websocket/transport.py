@@ -184,19 +184,8 @@ class Transport:
             stomp = False
             detail = f"subprotocol {chosen!r} chosen: not decoded as STOMP"
             out.append(Violation(S2C, ts_ns, 0, None, v.NOT_STOMP, detail))
-        self.handshake = HandshakeSeen(
-            ts_ns,
-            request.start[1],
-            request.get("host"),
-            request.get("origin"),
-            request.get("user-agent"),
-            request.get("sec-websocket-protocol"),
-            chosen,
-            request.get("sec-websocket-extensions"),
-            ", ".join(extensions) or None,
-            status,
-            stomp,
-            self._request_ns,
+        self.handshake = self._seen(
+            ts_ns, request, chosen, ", ".join(extensions) or None, status, stomp
         )
         out.insert(0, self.handshake)
         held, self._held = self._held, []
@@ -220,25 +209,37 @@ class Transport:
         self._response = bytearray()
         return out
 
+    def _seen(
+        self,
+        ts_ns: int,
+        request: Head,
+        chosen: str | None,
+        extensions: str | None,
+        status: int | None,
+        stomp: bool,
+    ) -> HandshakeSeen:
+        """The handshake record: what the request offered, and what the answer chose."""
+        return HandshakeSeen(
+            ts_ns,
+            request.start[1],
+            request.get("host"),
+            request.get("origin"),
+            request.get("user-agent"),
+            request.get("sec-websocket-protocol"),
+            chosen,
+            request.get("sec-websocket-extensions"),
+            extensions,
+            status,
+            stomp,
+            self._request_ns,
+        )
+
     def _ignore(self, ts_ns: int, problem: str | None = None) -> list[Event]:
         out: list[Event] = []
         if self.handshake is None and self._request_end >= 0:
             request = parse_head(bytes(self._request[: self._request_end]))
             assert request is not None
-            self.handshake = HandshakeSeen(
-                ts_ns,
-                request.start[1],
-                request.get("host"),
-                request.get("origin"),
-                request.get("user-agent"),
-                request.get("sec-websocket-protocol"),
-                None,
-                request.get("sec-websocket-extensions"),
-                None,
-                None,
-                False,
-                self._request_ns,
-            )
+            self.handshake = self._seen(ts_ns, request, None, None, None, False)
             out.append(self.handshake)
         if problem is not None:
             out.append(Violation(S2C, ts_ns, 0, None, v.BAD_HANDSHAKE, problem))
