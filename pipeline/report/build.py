@@ -155,14 +155,13 @@ def rates_section(messages: DataFrame, span_us: tuple[int | None, int | None]) -
     return Section("rates", "Message rate per destination", about, chart, [table])
 
 
-def ack_latency_section(spark: SparkSession, messages: DataFrame) -> Section:
-    about = (
-        "Time from a MESSAGE to the ACK or NACK that settled it (a cumulative ACK settles "
-        "every earlier message of its subscription). Auto-acknowledged messages have none."
-    )
-    counts = {r["bin"]: r["messages"] for r in _rows(data.ack_latency_histogram(messages))}
-    labels = data.bin_labels(data.ACK_LATENCY_EDGES_MS)
-    groups, rows = [], []
+def _cumulative_bins(
+    counts: dict[int, int], labels: list[str], unit: str, by_then: str
+) -> tuple[list[Group], list[tuple[str, int, float]]]:
+    """Histogram bins from the first to the last non-empty one, each with the cumulative share
+    of the count up to it: the chart's groups and the table's rows."""
+    groups: list[Group] = []
+    rows: list[tuple[str, int, float]] = []
     if counts:
         total = sum(counts.values())
         cumulative = 0
@@ -170,9 +169,20 @@ def ack_latency_section(spark: SparkSession, messages: DataFrame) -> Section:
             n = counts.get(i, 0)
             cumulative += n
             share = 100 * cumulative / total
-            tip = f"{labels[i]} ms: {n} messages ({share:.1f}% settled by then)"
+            tip = f"{labels[i]} ms: {n} {unit} ({share:.1f}% {by_then})"
             groups.append(Group(labels[i], (n,), (tip,)))
             rows.append((labels[i], n, round(share, 1)))
+    return groups, rows
+
+
+def ack_latency_section(spark: SparkSession, messages: DataFrame) -> Section:
+    about = (
+        "Time from a MESSAGE to the ACK or NACK that settled it (a cumulative ACK settles "
+        "every earlier message of its subscription). Auto-acknowledged messages have none."
+    )
+    counts = {r["bin"]: r["messages"] for r in _rows(data.ack_latency_histogram(messages))}
+    labels = data.bin_labels(data.ACK_LATENCY_EDGES_MS)
+    groups, rows = _cumulative_bins(counts, labels, "messages", "settled by then")
     chart = grouped_histogram(
         "Ack latency distribution",
         groups,
@@ -218,17 +228,7 @@ def latency_parts(
         for r in _rows(data.latency_histogram(frame, column, data.LATENCY_EDGES_MS))
     }
     labels = data.bin_labels(data.LATENCY_EDGES_MS)
-    groups, rows = [], []
-    if counts:
-        total = sum(counts.values())
-        cumulative = 0
-        for i in range(min(counts), max(counts) + 1):
-            n = counts.get(i, 0)
-            cumulative += n
-            share = 100 * cumulative / total
-            tip = f"{labels[i]} ms: {n} {unit_of_count} ({share:.1f}% by then)"
-            groups.append(Group(labels[i], (n,), (tip,)))
-            rows.append((labels[i], n, round(share, 1)))
+    groups, rows = _cumulative_bins(counts, labels, unit_of_count, "by then")
     chart = grouped_histogram(
         f"{label} distribution", groups, [unit_of_count], x_title=f"{label.lower()} (ms)",
         y_title=unit_of_count,
