@@ -14,6 +14,9 @@ Captures (DIR/<name>.pcap + DIR/<name>.record.json):
   back-pressure    plain STOMP over TCP, heart-beat:0,0, a consumer with a 2 KiB receive buffer
                    reading slowly while a producer floods its queue (trailing LFs split from
                    their NUL by flow control)
+  nul-lf-split     the same under an 88-byte MSS with body sizes varying 1..97 bytes, repeated
+                   (at most --attempts captures) until a broker segment ends in a frame's NUL
+                   and the next one starts with its LF
 
 Needs root (tcpdump, RabbitMQ), Node with @stomp/stompjs and ws installed under work/wsnode
 (`npm install @stomp/stompjs ws`).
@@ -337,6 +340,67 @@ def back_pressure(broker: WebBroker, messages: int = 300, size: int = 8) -> dict
     }
 
 
+def nul_lf_split(broker: WebBroker, messages: int = 450) -> dict[str, Any]:
+    """A slow consumer whose 88-byte TCP_MAXSEG (Linux's smallest) is announced as the broker's
+    MSS: under a full window the broker sends whole MSS multiples, so a segment ends between a
+    NUL and its LF when a multiple falls there; body sizes 1..97 spread the frame ends over
+    every residue. Its own parse is the record."""
+    queue = f"/queue/split-{uuid.uuid4().hex[:4]}"
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 88)
+    sock.connect(("127.0.0.1", broker.stomp_port))
+    hello = "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0"
+    sock.sendall(hello.encode())
+    sock.sendall(f"SUBSCRIBE\nid:0\ndestination:{queue}\nack:auto\n\n\0".encode())
+    producer = stomp.Connection12([("127.0.0.1", broker.stomp_port)], vhost="/")
+    producer.connect("guest", "guest", wait=True)
+    for n in range(messages):
+        producer.send(queue, "b" * (1 + n % 97))
+    stream = b""
+    deadline = time.monotonic() + 120
+    sock.settimeout(2)
+    while stream.count(b"MESSAGE\n") < messages and time.monotonic() < deadline:
+        with contextlib.suppress(TimeoutError):
+            stream += sock.recv(READ_BYTES)
+        time.sleep(READ_PAUSE_S)
+    sock.sendall(b"DISCONNECT\nreceipt:bye\n\n\0")
+    with contextlib.suppress(TimeoutError):
+        stream += sock.recv(4096)
+    sock.close()
+    producer.disconnect()
+    return {
+        "client": f"raw socket, SO_RCVBUF 2048, TCP_MAXSEG 88, {READ_BYTES}-byte reads every "
+        f"{READ_PAUSE_S * 1000:g} ms",
+        "destination": queue,
+        "messages_sent": messages,
+        "body_sizes": "1 + n % 97",
+        "messages_received": stream.count(b"MESSAGE\n"),
+        "heart_beat": "0,0",
+        "s2c_bytes_received": len(stream),
+        "frames_received_nul_lf": stream.count(b"\0\n"),
+    }
+
+
+READ_BYTES = 128
+READ_PAUSE_S = 0.002
+
+
+def nul_lf_cuts(pcap: Path, server_port: int) -> int:
+    """Broker segments that end in NUL followed by one starting with LF (sequence order)."""
+    import dpkt
+
+    payloads: dict[tuple[int, int], bytes] = {}  # (client port, seq)
+    with pcap.open("rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            tcp = dpkt.ethernet.Ethernet(buf).data.data
+            if isinstance(tcp, dpkt.tcp.TCP) and tcp.sport == server_port and tcp.data:
+                payloads.setdefault((tcp.dport, tcp.seq), bytes(tcp.data))
+    ordered = [payloads[key] for key in sorted(payloads)]
+    pairs = zip(ordered, ordered[1:], strict=False)
+    return sum(a.endswith(b"\0") and b.startswith(b"\n") for a, b in pairs)
+
+
 # ---- captures ----------------------------------------------------------------------------------
 
 
@@ -360,6 +424,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", nargs="*", default=["web-stomp", "web-mqtt", "back-pressure"])
+    parser.add_argument("--attempts", type=int, default=8, help="nul-lf-split captures at most")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="stomp-lake-web-") as tmp, rabbitmq_web(Path(tmp)) as b:
@@ -380,6 +445,17 @@ def main(argv: list[str] | None = None) -> None:
             capture("web-mqtt", args.out, b.mqtt_port, [lambda: mqtt_upgrade(b)])
         if "back-pressure" in args.only:
             capture("back-pressure", args.out, b.stomp_port, [lambda: back_pressure(b)])
+        if "nul-lf-split" in args.only:
+            for attempt in range(1, args.attempts + 1):
+                record = capture("nul-lf-split", args.out, b.stomp_port, [lambda: nul_lf_split(b)])
+                cuts = nul_lf_cuts(args.out / "nul-lf-split.pcap", b.stomp_port)
+                print(f"nul-lf-split attempt {attempt}: {cuts} NUL|LF cuts")
+                if cuts:
+                    record.update(attempt=attempt, nul_lf_cuts=cuts)
+                    (args.out / "nul-lf-split.record.json").write_text(
+                        json.dumps(record, indent=2) + "\n"
+                    )
+                    break
     print(f"captures in {args.out}")
 
 

@@ -551,3 +551,84 @@ def test_real_back_pressure_capture_has_no_beats_on_a_heart_beat_0_0_session() -
     assert slow["sessions"][0]["heartbeat_s2c_ms"] == 0  # heart-beat:0,0 negotiated
     assert slow["heartbeats"] == []
     assert all(rows["heartbeats"] == [] for rows in sessions)
+
+
+def test_real_capture_with_a_trailing_lf_in_the_segment_after_its_nul() -> None:
+    """A consumer with a 2 KiB receive buffer and an 88-byte MSS reading slowly, bodies of 1..97
+    bytes (tests/data/captures/rabbitmq-nul-lf-split.pcap, scripts/make_websocket_captures.py
+    --only nul-lf-split): under a full window RabbitMQ sends whole MSS multiples, and one of its
+    segments ends in a frame's NUL while the LF comes in the next, ms later, once the window
+    opens. heart-beat:0,0: that LF trails its frame and is no heart-beat."""
+    import json
+    from pathlib import Path
+
+    from pipeline.driver import ConnectionDriver, DriverConfig
+    from pipeline.ingest.reader import CaptureReader
+    from pipeline.ingest.records import TcpPacket
+    from pipeline.net import flow_ends
+    from pipeline.reassembly import Data, LocalReassembly, Segment
+
+    folder = Path(__file__).resolve().parents[2] / "data" / "captures"
+    pcap = folder / "rabbitmq-nul-lf-split.pcap"
+    record = json.loads((folder / "rabbitmq-nul-lf-split.record.json").read_text())
+    (consumer,) = record["connections"]
+
+    # The cut is in the capture itself: broker segments in sequence order, per connection.
+    broker_segments: dict[tuple[int, int], tuple[int, bytes]] = {}
+    packets: dict[tuple, list[tuple[TcpPacket, bytes]]] = {}
+    with CaptureReader(str(pcap)) as reader:
+        for item in reader:
+            if type(item) is not TcpPacket:
+                continue
+            payload = bytes(reader.payload(item))
+            key = flow_ends(item.src_ip, item.src_port, item.dst_ip, item.dst_port)
+            packets.setdefault(key, []).append((item, payload))
+            if item.src_port == record["port"] and payload:
+                broker_segments.setdefault((item.dst_port, item.seq), (item.ts_ns, payload))
+    ordered = [broker_segments[key] for key in sorted(broker_segments)]
+    cuts = [
+        (nul_ts, lf_ts)
+        for (nul_ts, ends), (lf_ts, starts) in zip(ordered, ordered[1:], strict=False)
+        if ends.endswith(b"\0") and starts.startswith(b"\n")
+    ]
+    assert len(cuts) == record["nul_lf_cuts"] >= 1
+    assert all(lf_ts > nul_ts for nul_ts, lf_ts in cuts)
+
+    # The reference reassembly into the session model.
+    models: dict[str, SessionModel] = {}
+    s2c_stream: dict[str, bytearray] = {}
+    for event in LocalReassembly([str(pcap)]):
+        if type(event) is Segment and type(event.event) is Data:
+            model = models.setdefault(event.connection_id, SessionModel("s", CLIENT, SERVER))
+            data = event.event
+            direction = "c2s" if event.from_client else "s2c"
+            model.on_data(direction, data.ts_ns, data.offset, data.data)
+            if direction == "s2c":
+                s2c_stream.setdefault(event.connection_id, bytearray()).extend(data.data)
+    sessions = {}
+    for connection_id, model in models.items():
+        model.finish(T0 * 2)
+        sessions[connection_id] = model.drain()
+    slow_id = max(sessions, key=lambda c: len(sessions[c]["frames"]))
+    slow = sessions[slow_id]
+    s2c = [f for f in slow["frames"] if f["direction"] == "s2c"]
+    assert len(s2c) == s2c_stream[slow_id].count(b"\0\n")  # every broker frame ends NUL LF
+    delivered = [f for f in s2c if f["command"] == "MESSAGE"]
+    assert len(delivered) == consumer["messages_received"] == consumer["messages_sent"] == 450
+    assert [f["body_length"] for f in delivered] == [1 + n % 97 for n in range(450)]
+    assert slow["sessions"][0]["heartbeat_s2c_ms"] == 0  # heart-beat:0,0 negotiated
+    assert all(rows["heartbeats"] == [] for rows in sessions.values())
+    assert slow["sessions"][0]["s2c_heartbeats"] == 0
+
+    # The connection driver that `stomp-lake run` uses gives the same.
+    driven: dict[str, list[dict]] = {"frames": [], "heartbeats": [], "sessions": []}
+    for flow in packets.values():
+        driver = ConnectionDriver(DriverConfig(close_open=True))
+        for item, payload in flow:
+            driver.packet(item, payload, (str(pcap), item.record_offset))
+        driver.end()
+        for table, drained in driver.drain().items():
+            driven.setdefault(table, []).extend(drained)
+    assert driven["heartbeats"] == []
+    assert sum(f["command"] == "MESSAGE" for f in driven["frames"]) == 450
+    assert len(driven["frames"]) == sum(len(rows["frames"]) for rows in sessions.values())
