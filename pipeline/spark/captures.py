@@ -19,6 +19,8 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from pipeline.spark.task_counters import TaskCounters
+
 from pipeline.ingest import CaptureAnomaly, CaptureReader, CaptureSplit, TcpPacket, split_capture
 from pipeline.spark.pieces import Piece, PieceBuilder, flow_key
 
@@ -92,7 +94,10 @@ def _side_batch(file_id: int, rows: list[tuple[str, int | None, str]]) -> pa.Rec
 
 
 def read_split(
-    file_id: int, split: CaptureSplit, piece_packets: int = PIECE_PACKETS
+    file_id: int,
+    split: CaptureSplit,
+    piece_packets: int = PIECE_PACKETS,
+    counters: TaskCounters | None = None,
 ) -> Iterator[pa.RecordBatch]:
     reader = CaptureReader.from_split(split)
     builder = PieceBuilder(file_id)
@@ -113,6 +118,8 @@ def read_split(
         yield window.widened_by(list(builder.pieces()))
     side.append(("stats", None, json.dumps({**asdict(reader.stats), **asdict(window)})))
     yield _side_batch(file_id, side)
+    if counters is not None:
+        counters.split_read(file_id, split.end - split.start, reader.stats.packets)
 
 
 @dataclass(slots=True)
@@ -132,9 +139,13 @@ class CaptureWindow:
 
 
 def packets_frame(
-    spark: SparkSession, paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES
+    spark: SparkSession,
+    paths: Sequence[str],
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    counters: TaskCounters | None = None,
 ) -> DataFrame:
-    """One row per flow and split (plus anomaly and stats rows) of the given capture files."""
+    """One row per flow and split (plus anomaly and stats rows) of the given capture files;
+    `counters` (progress) are added to as each split is read."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     tasks = plan_tasks(paths, split_bytes)
@@ -146,6 +157,6 @@ def packets_frame(
             for file_id, split in zip(
                 batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
             ):
-                yield from read_split(file_id, pickle.loads(split))
+                yield from read_split(file_id, pickle.loads(split), counters=counters)
 
     return plan.mapInArrow(read, from_arrow_schema(PIECE_SCHEMA))

@@ -37,6 +37,8 @@ from pipeline.spark.table_files import TableFileWriter, WrittenFile, row_struct
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from pipeline.spark.task_counters import TaskCounters
+
 STATE_KIND = "_state"
 FILE_KIND = "_file"
 COUNTERS_KIND = "_counters"
@@ -89,6 +91,7 @@ class FlowRunner:
         self._out: dict[str, list[Row]] = {}
         self._out_keys: dict[str, list[str | None]] = {}
         self._pending = 0
+        self.flows = 0
 
     # -- input -------------------------------------------------------------------------------
     def feed_batch(self, batch: pa.RecordBatch) -> None:
@@ -146,6 +149,7 @@ class FlowRunner:
     # -- one flow ----------------------------------------------------------------------------
     def _start_flow(self, key: str) -> None:
         self._key = key
+        self.flows += 1
         self._ends = key_ends(key)
         self._driver = None
 
@@ -230,7 +234,9 @@ def _to_batch(
 
 
 def run_partition(
-    batches: Iterable[pa.RecordBatch], config: RunnerConfig
+    batches: Iterable[pa.RecordBatch],
+    config: RunnerConfig,
+    task_counters: TaskCounters | None = None,
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
     runner = FlowRunner(config)
@@ -256,7 +262,11 @@ def run_partition(
     runner.close()
     yield from flush()
     if writer is not None:
-        yield _files_batch(schema, writer.close(), counters)
+        written = writer.close()
+        if task_counters is not None:
+            frames = sum(counters.frames_by_command.values())
+            task_counters.flows_decoded(runner.flows, frames, len(written))
+        yield _files_batch(schema, written, counters)
 
 
 @dataclass(slots=True)
@@ -299,9 +309,14 @@ def _files_batch(
 
 
 def flow_pass(
-    packets: DataFrame, state: DataFrame | None, config: RunnerConfig, partitions: int
+    packets: DataFrame,
+    state: DataFrame | None,
+    config: RunnerConfig,
+    partitions: int,
+    task_counters: TaskCounters | None = None,
 ) -> DataFrame:
-    """flow pieces (+ carried state rows) -> tagged table rows; see the module docstring."""
+    """flow pieces (+ carried state rows) -> tagged table rows; see the module docstring.
+    `task_counters` (progress) are added to as each task ends."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -323,7 +338,7 @@ def flow_pass(
         .drop("flow_hash")
     )
     return stream.mapInArrow(
-        lambda it: run_partition(it, config), from_arrow_schema(output_schema())
+        lambda it: run_partition(it, config, task_counters), from_arrow_schema(output_schema())
     )
 
 
