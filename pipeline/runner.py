@@ -33,6 +33,7 @@ from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, SparkSettings
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
+from pipeline.validation.suites import SUITE_NAMES
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 
@@ -219,6 +220,7 @@ def _run_batch(
     from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
     from pipeline.spark.summary import capture_stats, flow_output
     from pipeline.spark.table_files import write_table_rows
+    from pipeline.spark.task_counters import TaskCounters
     from pipeline.validation.preload import preloading_while
 
     timings: dict[str, float] = {}
@@ -236,8 +238,14 @@ def _run_batch(
     if attach is not None:
         attach(spark)
     mark = time.monotonic()
+    counters = TaskCounters.create(spark)
     progress("stage 1/4: reading packets")
-    packets = packets_frame(spark, paths).persist(StorageLevel.MEMORY_AND_DISK)
+    sizes = [f.size for f in files]
+    _figures(progress, lambda: counters.reading(sizes))
+    packets = packets_frame(spark, paths, counters=counters)
+    packets = packets.persist(StorageLevel.MEMORY_AND_DISK)
+    # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
+    stats = capture_stats(packets)
     # The flow pass's tasks write the tables' Parquet into these folders themselves.
     folders = staging_folders(lake, batch_id, schemas.TABLES)
     runner = RunnerConfig(
@@ -250,15 +258,17 @@ def _run_batch(
     )
     state = carried.read_carried(spark, lake)
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
-    progress("stage 2/4: reassembling and decoding sessions, staging the tables")
-    tagged = flow_pass(packets, state, runner, partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    progress("stage 2/4: decoding sessions, staging tables")
+    _figures(progress, counters.decoding)
+    tagged = flow_pass(packets, state, runner, partitions, counters)
+    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     written, counts = flow_output(tagged)
     capture_rows = capture_anomaly_rows(packets, paths)
     anomalies_dir = str(folders["anomalies"] / "parquet")
     for extra in write_table_rows("anomalies", capture_rows, anomalies_dir, batch_id):
         written.setdefault("anomalies", []).append(extra.path)
     counts["anomalies"] += len(capture_rows)
-    counts.update(capture_stats(packets))
+    counts.update(stats)
     staged = stage_written(spark, lake, batch_id, folders, written)
     timings["compute"] = _lap(mark)
     report = None
@@ -267,6 +277,8 @@ def _run_batch(
         from pipeline.validation.gate import ValidationFailed, validate_batch
 
         progress("stage 3/4: validating")
+        suites = Tally("suites", len(SUITE_NAMES))
+        _figures(progress, suites.describe)
         open_sessions = tagged.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
         try:
             report = validate_batch(
@@ -276,6 +288,7 @@ def _run_batch(
                 staged.frames,
                 counts,
                 open_sessions=open_sessions.selectExpr("open_session_id AS session_id"),
+                suite_done=suites.update,
             )
         except ValidationFailed:
             # Kept aside, not lost: the quarantine holds the tables; the files and the open
@@ -290,7 +303,9 @@ def _run_batch(
     mark = time.monotonic()
     failpoint("run.validated")
     progress("stage 4/4: committing")
-    versions = commit_tables(staged)
+    tables = Tally("tables", len(staged.staged) + len(staged.computed))
+    _figures(progress, tables.describe)
+    versions = commit_tables(staged, tables.update)
     _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
     tagged.unpersist()
     packets.unpersist()
@@ -317,6 +332,29 @@ def _finish(
     carried.advance(lake, batch_id)
     failpoint("run.advanced")
     finish_batch(lake, batch_id)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Units of a stage done on the driver (suites validated, tables committed), for progress."""
+
+    unit: str
+    total: int
+    done: int = 0
+
+    def update(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+
+    def describe(self) -> str:
+        return f"{self.done}/{self.total} {self.unit}"
+
+
+def _figures(progress: Callable[[str], None], describe: Callable[[], str]) -> None:
+    """Hand the stage's figures to a progress display that shows them (`RunProgress.figures`);
+    a plain callable such as `print` gets the stage lines only."""
+    show = getattr(progress, "figures", None)
+    if show is not None:
+        show(describe)
 
 
 def _lap(mark: float) -> float:

@@ -1,11 +1,14 @@
 """What `stomp-lake run` shows while it works.
 
-The runner reports its stages as lines ("stage 2/4: ...") and hands over its SparkSession once
-Spark is up (`attach`); from then on a thread polls Spark's status tracker for the tasks of the
-stages running now and the jobs done since the pipeline stage began. On a terminal that drives a
-live display (rich), one line per pipeline stage with a bar over the running Spark tasks; in a
-log (Airflow, cron) the same figures go out as a plain line, at most every
-`$STOMP_LAKE_PROGRESS_SECONDS` (default 10) seconds and only when they changed.
+The runner reports its stages as lines ("stage 2/4: ..."), hands over its SparkSession once
+Spark is up (`attach`) and, with each stage, a function that describes the stage's work so far
+in the pipeline's terms (`figures`: files and bytes read, flows and frames decoded, table files
+written, suites validated, tables committed; see `pipeline.spark.task_counters`). A thread polls
+those figures and Spark's status tracker (tasks of the stages running now, jobs done since the
+pipeline stage began). On a terminal that drives a live display (rich), one line per pipeline
+stage with the figures and a bar over the running Spark tasks; in a log (Airflow, cron) the same
+go out as a plain line, at most every `$STOMP_LAKE_PROGRESS_SECONDS` (default 10) seconds and
+only when they changed, and each stage's final figures as it ends.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
@@ -62,8 +66,9 @@ class SparkTracker:
 
 
 class RunProgress:
-    """The runner's `progress`: call with a message; `attach(spark)` once Spark is up; a context
-    manager around the run. `verbosity` < 0 shows nothing."""
+    """The runner's `progress`: call with a message; `attach(spark)` once Spark is up;
+    `figures(describe)` after a stage's message; a context manager around the run.
+    `verbosity` < 0 shows nothing."""
 
     def __init__(
         self,
@@ -83,8 +88,9 @@ class RunProgress:
         )
         self._tracker: SparkTracker | None = None
         self._stage: str | None = None
+        self._describe: Callable[[], str] | None = None  # the stage's figures, domain terms
         self._stage_started = time.monotonic()
-        self._last_line: tuple[str, SparkActivity] | None = None
+        self._last_line: tuple[str, str, SparkActivity] | None = None
         self._last_line_at = 0.0
         self._jobs_seen = 0  # by the last poll: a pipeline stage counts its jobs from here
         self._jobs_base = 0
@@ -99,7 +105,6 @@ class RunProgress:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
-                MofNCompleteColumn,
                 Progress,
                 SpinnerColumn,
                 TextColumn,
@@ -109,9 +114,9 @@ class RunProgress:
             self._rich = Progress(
                 SpinnerColumn(finished_text="[green]✓"),
                 TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[jobs]}"),
+                TextColumn("{task.fields[figures]}"),
+                BarColumn(bar_width=16),
+                TextColumn("[dim]{task.fields[jobs]}"),
                 TimeElapsedColumn(),
                 console=Console(file=self.stream),
                 transient=False,
@@ -123,8 +128,9 @@ class RunProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
+        with self._lock:
+            self._end_stage()
         if self._rich is not None:
-            self._finish_task()
             self._rich.stop()
 
     def __call__(self, message: str) -> None:
@@ -132,6 +138,7 @@ class RunProgress:
             return
         with self._lock:
             if message.startswith("stage "):
+                self._end_stage()
                 self._start_stage(message)
             elif self._rich is not None:
                 self._rich.console.print(message, markup=False, highlight=False)
@@ -145,8 +152,17 @@ class RunProgress:
         self._thread = threading.Thread(target=self._poll, name="run-progress", daemon=True)
         self._thread.start()
 
+    def figures(self, describe: Callable[[], str]) -> None:
+        """The current stage's work so far, e.g. "3/7 files, 1.2 GB of 2.3 GB, 4.1 M packets":
+        read on every poll and once more as the stage ends."""
+        if self.quiet:
+            return
+        with self._lock:
+            self._describe = describe
+
     def _start_stage(self, message: str) -> None:
         self._stage = message
+        self._describe = None
         self._stage_started = time.monotonic()
         self._jobs_base = self._jobs_seen
         self._last_line = None
@@ -154,14 +170,33 @@ class RunProgress:
             self._line(message)
             self._last_line_at = time.monotonic()
             return
-        self._finish_task()
-        self._task = self._rich.add_task(message, total=None, jobs="")
+        self._task = self._rich.add_task(message, total=None, figures="", jobs="")
 
-    def _finish_task(self) -> None:
+    def _end_stage(self) -> None:
+        """The stage's final figures: ticked off on a terminal, a line of its own in a log."""
+        if self._stage is None:
+            return
+        figures = self._figures()
         if self._rich is not None and self._task is not None:
             task = self._rich.tasks[self._task]
             total = task.total or task.completed or 1
-            self._rich.update(self._task, total=total, completed=total)
+            self._rich.update(self._task, total=total, completed=total, figures=figures)
+        elif figures:
+            elapsed = time.monotonic() - self._stage_started
+            self._line(f"  {self._label()} done: {figures}, {elapsed:.0f} s")
+        self._stage = None
+        self._describe = None
+
+    def _figures(self) -> str:
+        if self._describe is None:
+            return ""
+        try:
+            return self._describe()
+        except Exception:  # noqa: BLE001 - Spark stopping under us: progress is not worth a crash
+            return ""
+
+    def _label(self) -> str:
+        return (self._stage or "").split(":", 1)[0]
 
     def _line(self, message: str) -> None:
         print(f"{PREFIX}{message}", file=self.stream, flush=True)
@@ -185,21 +220,24 @@ class RunProgress:
         )
         if self._stage is None:
             return
+        figures = self._figures()
         if self._rich is not None and self._task is not None:
             self._rich.update(
                 self._task,
                 total=activity.tasks or None,
                 completed=activity.tasks_done,
+                figures=figures,
                 jobs=f"{activity.jobs_done} jobs",
             )
             return
         now = time.monotonic()
         if now - self._last_line_at < self.interval_s:
             return
-        if self._last_line == (self._stage, activity):
+        if self._last_line == (self._stage, figures, activity):
             return
-        self._last_line = (self._stage, activity)
+        self._last_line = (self._stage, figures, activity)
         self._last_line_at = now
         elapsed = now - self._stage_started
-        label = self._stage.split(":", 1)[0]
-        self._line(f"  {label}: {activity.describe()}, {elapsed:.0f} s")
+        spark = activity.describe()
+        what = f"{figures}; {spark}" if figures else spark
+        self._line(f"  {self._label()}: {what}, {elapsed:.0f} s")

@@ -9,7 +9,7 @@ one step, so validation reads the computed frames (persisted) instead.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,17 +138,25 @@ def read_staged(spark: SparkSession, staged: StagedBatch) -> DataFrame:
     return reader.parquet(*paths).select(*schema.fieldNames())
 
 
-def commit_tables(tables: StagedTables) -> dict[str, int]:
-    """Commit each staged (or computed) table; returns table -> version after the commit."""
+def commit_tables(
+    tables: StagedTables, committed: Callable[[int, int], None] | None = None
+) -> dict[str, int]:
+    """Commit each staged (or computed) table; returns table -> version after the commit.
+    `committed(done, total)` is called after each table (progress)."""
     versions: dict[str, int] = {}
+    total = len(tables.staged) + len(tables.computed)
     for name, staged in tables.staged.items():
         versions[name] = commit_staged(staged).version
+        if committed is not None:
+            committed(len(versions), total)
     for name, frame in tables.computed.items():
         written = write_table_batch(
             frame, tables.lake, name, batch_id=tables.batch_id, **table_layout(name)
         )
         versions[name] = written.version
         frame.unpersist()
+        if committed is not None:
+            committed(len(versions), total)
     _drop_scratch(tables)
     for name in tables.committed:
         table = open_table(tables.lake.table_path(name))

@@ -111,8 +111,10 @@ def validate_batch(
     *,
     open_sessions: DataFrame | None = None,
     build_docs: bool = True,
+    suite_done: Callable[[int, int], None] | None = None,
 ) -> ValidationReport:
     """Validate one batch; raises ValidationFailed after quarantining a failing batch.
+    `suite_done(done, total)` is called as suites finish (progress).
 
     ``open_sessions`` (column ``session_id``): connections still open at the end of the batch,
     whose rows may precede their ``sessions`` row. Sessions already published count as known.
@@ -190,6 +192,8 @@ def validate_batch(
         for name, result, seconds in pool.map(run_suite, order):
             results[name] = result
             timings[name] = seconds
+            if suite_done is not None:
+                suite_done(len(results), len(order))
     timings["suites"] = time.monotonic() - mark
     docs_index = None
     if build_docs:

@@ -116,8 +116,9 @@ def test_in_a_log_progress_is_a_plain_line_now_and_then(
     lines = first.stderr.splitlines()
     stages = [i for i, line in enumerate(lines) if line.startswith("[stomp-lake] stage ")]
     assert len(stages) == 4
-    updates = [line for line in lines if re.match(r"\[stomp-lake\]   stage \d/4: \d+ Spark", line)]
-    assert updates, first.stderr
+    updates = [line for line in lines if re.match(r"\[stomp-lake\]   stage \d/4", line)]
+    assert any(re.search(r"\d+ Spark jobs done", line) for line in updates), first.stderr
+    assert any(line.startswith("[stomp-lake]   stage 1/4 done: 1/1 files") for line in updates)
     assert all(re.search(r", \d+ s$", line) for line in updates)
     assert len(updates) <= 2 * len(lines)  # not a line per poll
 
@@ -155,6 +156,7 @@ def test_on_a_terminal_progress_is_a_live_display(place: Place, tmp_path: Path) 
     for stage in ("stage 1/4", "stage 2/4", "stage 3/4", "stage 4/4"):
         assert stage in text
     assert "━" in text and "✓" in text and " jobs" in text
+    assert "1/1 files" in text and " flows, " in text and " tables" in text
 
 
 def test_scratch_space_is_under_tmpdir_never_the_current_folder(

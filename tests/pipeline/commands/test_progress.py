@@ -1,0 +1,97 @@
+"""pipeline/commands/progress.py: a run of a real sample capture shows its progress in the
+pipeline's terms, stage by stage: files, bytes and packets read; flows, frames and table files;
+suites validated; tables committed. In a log as plain lines (now and then, and each stage's final
+figures as it ends), on a terminal (a real pseudo-terminal) as rich's live display."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from pipeline.commands.progress import PREFIX, RunProgress
+from pipeline.runner import RunConfig, RunResult, run
+from pipeline.spark.task_counters import human_bytes, human_count
+from pipeline.validation.suites import SUITE_NAMES
+from tests.conftest import SAMPLES
+
+SAMPLE = SAMPLES / "activemq-queues-acks.pcap"
+
+
+def _figures_of(result: RunResult) -> dict[int, str]:
+    """What each stage's "done" line must say, from the run's own counts."""
+    counts = result.counts
+    size = human_bytes(SAMPLE.stat().st_size)
+    return {
+        1: f"1/1 files, {size} of {size}, {human_count(counts['packets'])} packets",
+        2: f"flows, {human_count(counts['frames'])} frames, ",
+        3: f"{len(SUITE_NAMES)}/{len(SUITE_NAMES)} suites",
+        4: f"{len(result.tables)}/{len(result.tables)} tables",
+    }
+
+
+@pytest.mark.spark
+def test_in_a_log_each_stage_shows_its_figures(spark, tmp_path: Path) -> None:
+    log = io.StringIO()
+    with RunProgress(0, log, live=False, interval_s=0) as progress:
+        result = run(RunConfig(inputs=[SAMPLE], lake=tmp_path / "lake"), progress)
+    lines = log.getvalue().splitlines()
+    assert all(line.startswith(PREFIX) for line in lines)
+    figures = _figures_of(result)
+    for stage, expected in figures.items():
+        done = [line for line in lines if line.startswith(f"{PREFIX}  stage {stage}/4 done: ")]
+        assert len(done) == 1, (stage, log.getvalue())
+        assert expected in done[0], (expected, done[0])
+        assert re.search(r", \d+ s$", done[0])
+    # now and then while a stage runs: its figures so far, then Spark's jobs and tasks
+    during = [line for line in lines if re.match(rf"{re.escape(PREFIX)}  stage \d/4: ", line)]
+    assert any(re.search(r"/\d+ suites; \d+ Spark jobs done", line) for line in during), lines
+    # the order a reader follows: a stage's line, its figures, then the next stage
+    starts = [
+        i for i, line in enumerate(lines) if re.match(rf"{re.escape(PREFIX)}stage \d/4", line)
+    ]
+    ends = [i for i, line in enumerate(lines) if " done: " in line]
+    assert len(starts) == len(ends) == 4
+    assert all(start < end for start, end in zip(starts, ends, strict=True))
+    assert all(end < start for end, start in zip(ends, starts[1:], strict=False))
+
+
+@pytest.mark.spark
+def test_on_a_terminal_each_stage_is_a_live_line_with_its_figures(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    leader, follower = pty.openpty()
+    screen = bytearray()
+
+    def read_screen() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's last writer closed it
+                return
+            if not chunk:
+                return
+            screen.extend(chunk)
+
+    reader = threading.Thread(target=read_screen, daemon=True)
+    reader.start()
+    terminal = open(follower, "w", encoding="utf-8")  # noqa: SIM115 - closed below, then read
+    with terminal, RunProgress(0, terminal) as progress:
+        assert progress.live  # told by the stream itself
+        result = run(RunConfig(inputs=[SAMPLE], lake=tmp_path / "lake"), progress)
+    reader.join(timeout=10)
+    os.close(leader)
+    text = screen.decode("utf-8", "replace")
+    assert "\x1b[" in text  # drawn, not printed
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    final = plain[plain.rindex("stage 1/4") - 2 :]  # the last drawing of the four lines
+    for expected in _figures_of(result).values():
+        assert expected in final, (expected, final)
+    assert final.count("✓") == 4 and " jobs" in final
