@@ -12,9 +12,9 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-# `pip install` builds the decoder's C hot paths (setup.py); with no compiler the pure-Python
-# twin runs instead.
-$(BIN)/stomp-lake: pipeline/stomp/_speedups.c setup.py
+# `pip install` builds the compiled hot paths (setup.py: the decoder's C, the capture scanner's
+# Cython); with no compiler the pure-Python twins run instead.
+$(BIN)/stomp-lake: pipeline/stomp/_speedups.c pipeline/ingest/_scan.pyx setup.py
 
 venv: $(BIN)/stomp-lake
 

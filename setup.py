@@ -1,18 +1,41 @@
 """The package's compiled parts, built by the package's own build (`pip install .`, a wheel).
 
-`_speedups` (the STOMP decoder's C hot paths) is optional: without a working compiler the
-install still succeeds and the pure-Python twins run (as with STOMP_LAKE_PURE_PYTHON=1).
+* `pipeline.stomp._speedups` (C): the STOMP decoder's hot paths.
+* `pipeline.ingest._scan` (Cython): the capture readers' loop over plain TCP packets.
+
+Both are optional: without a working compiler (or without Cython, for the second) the install
+still succeeds and the pure-Python twins run, as with STOMP_LAKE_PURE_PYTHON=1
+(`pipeline.compiled`).
 """
 
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
-        Extension(
-            "pipeline.stomp._speedups",
-            ["pipeline/stomp/_speedups.c"],
-            extra_compile_args=["-O2"],
-            optional=True,
-        )
-    ]
-)
+extensions = [
+    Extension(
+        "pipeline.stomp._speedups",
+        ["pipeline/stomp/_speedups.c"],
+        extra_compile_args=["-O2"],
+        optional=True,
+    )
+]
+try:
+    import numpy
+    from Cython.Build import cythonize
+except ImportError:  # the build requires both (pyproject.toml); a bare setup.py call may not
+    pass
+else:
+    extensions += cythonize(
+        [
+            Extension(
+                "pipeline.ingest._scan",
+                ["pipeline/ingest/_scan.pyx"],
+                include_dirs=[numpy.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                extra_compile_args=["-O2"],
+                optional=True,
+            )
+        ],
+        compiler_directives={"language_level": "3"},
+    )
+
+setup(ext_modules=extensions)

@@ -3,7 +3,8 @@
 The input is the capture file itself. Checked for every input: nothing raises; the reader
 yields only packets and anomalies, at offsets inside the file, with payloads inside the file
 and times an int64 column can hold, and counts every anomaly it yields; reading the file in
-splits gives exactly what one pass gives; a file yields packets or anomalies unless it is a
+splits gives exactly what one pass gives, and the compiled scanner exactly what the pure-Python
+reader gives; a file yields packets or anomalies unless it is a
 well-formed capture holding no packet; then the per-flow pass over its packets (reassembly,
 decoder, session model; `fuzz.offline`) makes rows that convert to the tables' Arrow schemas,
 with no null in a non-null column and every stored passcode masked.
@@ -24,6 +25,7 @@ from fuzz.offline import assert_passcodes_masked, run_offline
 from fuzz.seeds import capture_files
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket, split_capture
 from pipeline.ingest.pcapng import MAX_TS_NS
+from pipeline.spark.captures import packets_by_flow, read_paths
 
 MAX_LEN = 1 << 14
 SEED_LEN = 6000  # seeds are cut here (a cut file is an interesting input too); runs stay fast
@@ -72,6 +74,10 @@ def check(data: bytes) -> None:
         with CaptureReader.from_split(split) as part:
             pieces += list(part)
     assert pieces == items, "splits disagree with one pass"
+    compiled = packets_by_flow(read_paths([path], target))
+    assert compiled == packets_by_flow(read_paths([path], target, compiled=False)), (
+        "the compiled scanner and the pure-Python reader disagree"
+    )
     result = run_offline([path], split_bytes=target)
     for row in result.capture_anomalies:
         assert row["file"] == path and 0 <= row["file_offset"] <= len(data), row

@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from struct import Struct
+from typing import TYPE_CHECKING
 
 from pipeline.ingest.decode import settle
 from pipeline.ingest.fastpath import decoder_for
 from pipeline.ingest.records import CaptureAnomaly, CaptureStats, TcpPacket
 from pipeline.ingest.types import Buffer
+
+if TYPE_CHECKING:
+    from pipeline.ingest.scan import PacketScanner
 
 FILE_HEADER_LEN = 24
 MAX_RECORD_LEN = 0x40000  # libpcap's largest snapshot length
@@ -186,11 +190,16 @@ def read_pcap(
     stats: CaptureStats,
     *,
     reads_header: bool | None = None,
-) -> Iterator[TcpPacket | CaptureAnomaly]:
+    scanner: PacketScanner | None = None,
+) -> Iterator[TcpPacket | CaptureAnomaly | PacketScanner]:
     """Yield the TCP packets and anomalies of the records that start in [start, end).
 
     ``reads_header``: this range is the one that reports the file header's problems (the first
-    split of the file); by default, a range starting at the first record."""
+    split of the file); by default, a range starting at the first record.
+
+    ``scanner`` (compiled, `pipeline.ingest.scan`): runs of plain TCP records are read by it
+    into its columns, and it is yielded whenever it holds packets; the caller takes them and
+    clears it before asking for more. Every other record is read here, in order."""
     records = PcapRecords(buf, size, header)
     decode = decoder_for(header.linktype)
     if reads_header is None:
@@ -207,7 +216,18 @@ def read_pcap(
     frac_ns = 1 if header.nanos else 1000
     last_sec: int | None = None
     off = start
+    little = header.byte_order == "<"
     while off < end:
+        if scanner is not None and decode is not None:
+            scanned = scanner.scan_pcap(
+                buf, off, end, little, hlen, limit, frac_limit, frac_ns, header.linktype
+            )
+            if scanned != off:
+                off, last_sec = scanned, scanner.last_sec
+            if scanner.count:
+                yield scanner
+            if off >= end:
+                return
         if size - off >= hlen:
             sec, frac, incl, orig = unpack(buf, off)
             regular = incl <= limit and incl <= orig and frac < frac_limit

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from struct import Struct
+from typing import TYPE_CHECKING
 
 from pipeline.ingest.decode import PacketDecoder, settle
 from pipeline.ingest.fastpath import decoder_for
@@ -16,10 +17,14 @@ from pipeline.ingest.pcapng_blocks import (
     OPB,
     SHB,
     SPB,
+    Interface,
     PcapngBlocks,
 )
 from pipeline.ingest.records import CaptureAnomaly, CaptureStats, TcpPacket
 from pipeline.ingest.types import Buffer
+
+if TYPE_CHECKING:
+    from pipeline.ingest.scan import PacketScanner
 
 __all__ = ["MAX_TS_NS", "read_pcapng"]
 
@@ -31,8 +36,11 @@ def read_pcapng(
     start: int,
     end: int,
     stats: CaptureStats,
-) -> Iterator[TcpPacket | CaptureAnomaly]:
-    """Yield the TCP packets and anomalies of the blocks that start in [start, end)."""
+    scanner: PacketScanner | None = None,
+) -> Iterator[TcpPacket | CaptureAnomaly | PacketScanner]:
+    """Yield the TCP packets and anomalies of the blocks that start in [start, end).
+
+    ``scanner``: as for `pcap.read_pcap`, runs of plain enhanced packet blocks are read by it."""
     order = blocks.order
     epb = Struct(order + "7I").unpack_from  # type, length, interface, ts hi, ts lo, incl, orig
     u32 = Struct(order + "I").unpack_from
@@ -40,8 +48,19 @@ def read_pcapng(
     decoders = [decoder_for(i.linktype) for i in interfaces]
     clocks = [(i.ts_mul, i.ts_div, i.ts_offset_ns) for i in interfaces]
     last_ts = blocks.last_ts_ns  # a split starts with the time of the packet before it
+    if scanner is not None:
+        scanner.forget_interfaces()
+        _add_interfaces(scanner, interfaces)
     off = start
     while off < end:
+        if scanner is not None:
+            scanned = scanner.scan_pcapng(buf, off, end, order == "<")
+            if scanned != off:
+                off, last_ts = scanned, scanner.last_ts_ns
+            if scanner.count:
+                yield scanner
+            if off >= end:
+                return
         # Fast path: a well-formed enhanced packet block of a known interface.  Whatever it
         # rejects goes through blocks.next_block(), the walk the splitter uses.
         if size - off >= 32:
@@ -93,9 +112,14 @@ def read_pcapng(
             if blocks.interfaces is not interfaces:  # a new section
                 interfaces = blocks.interfaces
                 decoders, clocks = [], []
-            for iface in interfaces[len(decoders) :]:  # one IDB adds one: no rebuild per IDB
+                if scanner is not None:
+                    scanner.forget_interfaces()
+            added = interfaces[len(decoders) :]  # one IDB adds one: no rebuild per IDB
+            for iface in added:
                 decoders.append(decoder_for(iface.linktype))
                 clocks.append((iface.ts_mul, iface.ts_div, iface.ts_offset_ns))
+            if scanner is not None:
+                _add_interfaces(scanner, added)
         elif btype in (EPB, OPB):
             fields = blocks.packet_fields(off, btype, blen)
             if isinstance(fields, CaptureAnomaly):
@@ -136,6 +160,11 @@ def read_pcapng(
         if nxt is None:
             return
         off = nxt
+
+
+def _add_interfaces(scanner: PacketScanner, interfaces: Sequence[Interface]) -> None:
+    for i in interfaces:
+        scanner.add_interface(i.linktype, i.ts_mul, i.ts_div, i.ts_offset_ns)
 
 
 def _bad_timestamp(off: int, ts_ns: int, stats: CaptureStats) -> CaptureAnomaly:

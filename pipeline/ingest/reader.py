@@ -6,7 +6,7 @@ import mmap
 import os
 from collections.abc import Iterator
 from types import TracebackType
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from pipeline.ingest.pcap import (
     FILE_HEADER_LEN,
@@ -22,6 +22,9 @@ from pipeline.ingest.sniff import detect_format, unknown_format
 from pipeline.ingest.split import CaptureSplit
 from pipeline.ingest.types import Buffer
 
+if TYPE_CHECKING:
+    from pipeline.ingest.scan import PacketScanner
+
 
 class CaptureReader:
     """Walks the records (pcap) or blocks (pcapng) starting in [start, end) of a capture file.
@@ -33,6 +36,10 @@ class CaptureReader:
     `context` (from a CaptureSplit) lets a range that does not start at the file beginning be
     decoded without reading what precedes it; without it a range start is first walked to from
     the beginning of the file.
+
+    With a `scanner` (`pipeline.ingest.scan`), runs of plain TCP packets are read by compiled
+    code into the scanner's columns instead of one TcpPacket each: `scan()` then also yields
+    the scanner whenever it holds packets, and the caller takes them and clears it.
     """
 
     def __init__(
@@ -42,8 +49,10 @@ class CaptureReader:
         end: int | None = None,
         *,
         context: PcapHeader | PcapngContext | None = None,
+        scanner: PacketScanner | None = None,
     ) -> None:
         self.path = path
+        self.scanner = scanner
         self.stats = CaptureStats()
         self.format = "unknown"
         self.comments: list[tuple[int, str]] = []  # pcapng comments: (option offset, text)
@@ -63,8 +72,8 @@ class CaptureReader:
             self._open_error = f"{type(err).__name__}: {err}"
 
     @classmethod
-    def from_split(cls, split: CaptureSplit) -> CaptureReader:
-        return cls(split.path, split.start, split.end, context=split.context)
+    def from_split(cls, split: CaptureSplit, scanner: PacketScanner | None = None) -> CaptureReader:
+        return cls(split.path, split.start, split.end, context=split.context, scanner=scanner)
 
     def __enter__(self) -> CaptureReader:
         return self
@@ -90,6 +99,29 @@ class CaptureReader:
         return self._buf[packet.payload_offset : packet.payload_offset + packet.payload_len]
 
     def __iter__(self) -> Iterator[TcpPacket | CaptureAnomaly]:
+        if self.scanner is not None:
+            raise TypeError("a reader with a scanner is read with scan()")
+        return cast("Iterator[TcpPacket | CaptureAnomaly]", self._records())
+
+    def scan(self) -> Iterator[TcpPacket | CaptureAnomaly | PacketScanner]:
+        """Like iterating, and the scanner whenever it holds packets (see the class)."""
+        if self.scanner is not None:
+            self.scanner.reset_counters()
+        try:
+            yield from self._records()
+        finally:
+            self._count_scanned()
+
+    def _count_scanned(self) -> None:
+        scanner = self.scanner
+        if scanner is not None:
+            self.stats.packets += scanner.packets
+            self.stats.tcp_packets += scanner.packets
+            self.stats.bytes += scanner.bytes
+            self.stats.payload_bytes += scanner.payload_bytes
+            scanner.reset_counters()
+
+    def _records(self) -> Iterator[TcpPacket | CaptureAnomaly | PacketScanner]:
         if self._open_error is not None:
             yield self._note(CaptureAnomaly("unreadable_file", 0, self._open_error))
             return
@@ -106,7 +138,7 @@ class CaptureReader:
 
     def _read_pcap(
         self, buf: Buffer, size: int, start: int, end: int
-    ) -> Iterator[TcpPacket | CaptureAnomaly]:
+    ) -> Iterator[TcpPacket | CaptureAnomaly | PacketScanner]:
         header = self._context if isinstance(self._context, PcapHeader) else None
         if header is None:
             parsed = parse_pcap_header(buf, size)
@@ -120,17 +152,20 @@ class CaptureReader:
         first = max(start, FILE_HEADER_LEN)
         # Splits of one file: the one holding the file header reports it, once.
         owns_header = (self._start or 0) < FILE_HEADER_LEN
-        yield from read_pcap(buf, size, header, first, end, self.stats, reads_header=owns_header)
+        yield from read_pcap(
+            buf, size, header, first, end, self.stats, reads_header=owns_header,
+            scanner=self.scanner,
+        )  # fmt: skip
 
     def _read_pcapng(
         self, buf: Buffer, size: int, start: int, end: int
-    ) -> Iterator[TcpPacket | CaptureAnomaly]:
+    ) -> Iterator[TcpPacket | CaptureAnomaly | PacketScanner]:
         context = self._context if isinstance(self._context, PcapngContext) else None
         blocks = PcapngBlocks(buf, size, context)
         if context is None and start > 0:
             start = _first_at_or_after(blocks.offsets(0), start, size)
         blocks.comments = self.comments
-        yield from read_pcapng(buf, size, blocks, start, end, self.stats)
+        yield from read_pcapng(buf, size, blocks, start, end, self.stats, self.scanner)
 
     def _note(self, anomaly: CaptureAnomaly) -> CaptureAnomaly:
         self.stats.note(anomaly)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
@@ -22,9 +22,18 @@ if TYPE_CHECKING:
     from pipeline.spark.task_counters import TaskCounters
 
 from pipeline.ingest import CaptureAnomaly, CaptureReader, CaptureSplit, TcpPacket, split_capture
+from pipeline.ingest.scan import new_scanner
 from pipeline.spark.pieces import Piece, PieceBuilder, flow_key
 
-__all__ = ["PIECE_SCHEMA", "flow_key", "packets_frame", "plan_tasks", "read_split"]
+__all__ = [
+    "PIECE_SCHEMA",
+    "flow_key",
+    "packets_by_flow",
+    "packets_frame",
+    "plan_tasks",
+    "read_paths",
+    "read_split",
+]
 
 PIECE_SCHEMA = pa.schema(
     [
@@ -98,21 +107,32 @@ def read_split(
     split: CaptureSplit,
     piece_packets: int = PIECE_PACKETS,
     counters: TaskCounters | None = None,
+    *,
+    compiled: bool = True,
 ) -> Iterator[pa.RecordBatch]:
-    reader = CaptureReader.from_split(split)
+    """Piece, anomaly and stats rows of one split. ``compiled``: read plain TCP packets with
+    the compiled scanner when it is built (`pipeline.ingest.scan`); False reads every packet
+    in Python, the reference the two are tested against."""
+    scanner = new_scanner() if compiled else None
+    reader = CaptureReader.from_split(split, scanner)
     builder = PieceBuilder(file_id)
     held = 0
     side: list[tuple[str, int | None, str]] = []
     window = CaptureWindow()
-    for item in reader:
+    for item in reader.scan():
+        if isinstance(item, CaptureAnomaly):
+            side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
+            continue
         if type(item) is TcpPacket:
             builder.add(item)
             held += 1
-            if held >= piece_packets:
-                yield window.widened_by(list(builder.pieces()))
-                held = 0
-        elif isinstance(item, CaptureAnomaly):
-            side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
+        else:  # the scanner, holding packets
+            held += item.count
+            builder.add_scanned(item)
+            item.clear()
+        if held >= piece_packets:
+            yield window.widened_by(list(builder.pieces()))
+            held = 0
     reader.close()
     if held:
         yield window.widened_by(list(builder.pieces()))
@@ -120,6 +140,33 @@ def read_split(
     yield _side_batch(file_id, side)
     if counters is not None:
         counters.split_read(file_id, split.end - split.start, reader.stats.packets)
+
+
+def read_paths(
+    paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES, *, compiled: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """Every split of the files in turn, in this process: the capture pass without Spark
+    (benchmarks, and the tests that hold the compiled reading to the pure one)."""
+    for task in plan_tasks(paths, split_bytes):
+        yield from read_split(task.file_id, pickle.loads(task.split), compiled=compiled)
+
+
+def packets_by_flow(
+    batches: Iterable[pa.RecordBatch],
+) -> tuple[dict[tuple[int, str], bytes], list[tuple[str, int, int | None, str]]]:
+    """What a capture pass read, whatever its pieces' boundaries: each (file, flow)'s packet
+    records in the order read, and the anomaly and stats rows."""
+    flows: dict[tuple[int, str], list[bytes]] = {}
+    side = []
+    for batch in batches:
+        for row in batch.to_pylist():
+            if row["record_type"] == "piece":
+                flows.setdefault((row["file_id"], row["flow_key"]), []).append(row["packets"])
+            else:
+                side.append(
+                    (row["record_type"], row["file_id"], row["record_offset"], row["detail"])
+                )
+    return {key: b"".join(blobs) for key, blobs in flows.items()}, side
 
 
 @dataclass(slots=True)

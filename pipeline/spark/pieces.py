@@ -16,11 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.ingest.decode import v4_name, v6_name
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import FlowEnds, flow_key, key_ends
+
+if TYPE_CHECKING:
+    from pipeline.ingest.scan import PacketScanner
 
 __all__ = ["PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "unpack"]
 
@@ -59,19 +64,26 @@ class Piece:
 
 
 class PieceBuilder:
-    """Collects a split's packets by flow; `pieces()` packs them."""
+    """Collects a split's packets by flow, in file order; `pieces()` packs them.
+
+    Packets come one at a time (`add`, the pure-Python reader) or as the compiled scanner's
+    columns (`add_scanned`); a flow's packets are kept as a list of runs, arrays and tuples."""
 
     def __init__(self, file_id: int) -> None:
         self.file_id = file_id
-        self._flows: dict[FlowEnds, list[tuple]] = {}
+        self._flows: dict[FlowEnds, list[np.ndarray | list[tuple]]] = {}
 
     def add(self, p: TcpPacket) -> None:
         src, dst = (p.src_ip, p.src_port), (p.dst_ip, p.dst_port)
         reverse = dst < src
         ends: FlowEnds = (dst + src) if reverse else (src + dst)
-        rows = self._flows.get(ends)
-        if rows is None:
-            rows = self._flows[ends] = []
+        runs = self._flows.get(ends)
+        if runs is None:
+            runs = self._flows[ends] = []
+        if not runs or isinstance(runs[-1], np.ndarray):
+            runs.append([])
+        rows = runs[-1]
+        assert isinstance(rows, list)
         rows.append(
             (
                 p.ts_ns,
@@ -88,15 +100,94 @@ class PieceBuilder:
             )
         )
 
+    def add_scanned(self, scanner: PacketScanner) -> None:
+        """The packets a scanner holds, grouped by flow with numpy (see `_scanned_flows`)."""
+        count = scanner.count
+        if not count:
+            return
+        columns = {name: column[:count] for name, column in scanner.columns.items()}
+        flow_of, reverse, ends_of = _scanned_flows(columns)
+        packed = np.zeros(count, dtype=PACKET_DTYPE)
+        for name in ("ts_ns", "payload_offset", "record_offset", "seq", "ack", "window", "flags"):
+            packed[name] = columns[name]
+        packed["payload_len"] = columns["payload_len"]
+        packed["wire_len"] = columns["payload_len"]
+        packed["reverse"] = reverse
+        order = np.argsort(flow_of, kind="stable")
+        bounds = np.flatnonzero(np.diff(flow_of[order])) + 1
+        for run in np.split(order, bounds):
+            ends = ends_of[int(flow_of[run[0]])]
+            runs = self._flows.get(ends)
+            if runs is None:
+                runs = self._flows[ends] = []
+            runs.append(packed[run])
+
     def __len__(self) -> int:
-        return sum(len(rows) for rows in self._flows.values())
+        return sum(len(run) for runs in self._flows.values() for run in runs)
 
     def pieces(self) -> Iterator[Piece]:
         """The flows collected so far, each packed, in order of their key; then empty."""
         flows, self._flows = self._flows, {}
-        for (ip_a, port_a, ip_b, port_b), rows in sorted(flows.items()):
+        for (ip_a, port_a, ip_b, port_b), runs in sorted(flows.items()):
             key = f"{ip_a}|{port_a}|{ip_b}|{port_b}"
-            yield Piece(key, self.file_id, np.array(rows, dtype=PACKET_DTYPE))
+            arrays = [
+                run if isinstance(run, np.ndarray) else np.array(run, dtype=PACKET_DTYPE)
+                for run in runs
+            ]
+            packets = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+            yield Piece(key, self.file_id, packets)
+
+
+_DIRECTED = np.dtype([("src", "V16"), ("dst", "V16"), ("sport", "<u2"), ("dport", "<u2")])
+
+
+def _scanned_flows(
+    columns: dict[str, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, list[FlowEnds]]:
+    """Each packet's flow (an index into the returned ends) and direction in it.
+
+    Packets are grouped by directed pair of endpoints through the scanner's pair hash; should
+    two pairs share a hash (FNV is no defence against crafted input), by the pairs themselves,
+    which is exact but slower. Each pair's addresses are named, and the canonical order of its
+    ends decided, once, exactly as `add` does per packet: by the text of the address, then the
+    port.
+    """
+    _hashes, first, inverse = np.unique(
+        columns["pair_hash"], return_index=True, return_inverse=True
+    )
+    inverse = inverse.ravel()
+    same = first[inverse]
+    if not all(
+        np.array_equal(columns[name][same], columns[name])
+        for name in ("src", "dst", "src_port", "dst_port")
+    ):
+        directed = np.empty(len(inverse), dtype=_DIRECTED)
+        directed["src"] = columns["src"].view("V16")[:, 0]
+        directed["dst"] = columns["dst"].view("V16")[:, 0]
+        directed["sport"] = columns["src_port"]
+        directed["dport"] = columns["dst_port"]
+        _pairs, first, inverse = np.unique(directed, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    ends_index: dict[FlowEnds, int] = {}
+    flow_of_pair = np.empty(len(first), np.int64)
+    reverse_of_pair = np.empty(len(first), np.uint8)
+    rows = zip(
+        columns["family"][first].tolist(),
+        columns["src"][first],
+        columns["dst"][first],
+        columns["src_port"][first].tolist(),
+        columns["dst_port"][first].tolist(),
+        strict=True,
+    )
+    for i, (family, raw_src, raw_dst, sport, dport) in enumerate(rows):
+        name, width = (v4_name, 4) if family == 4 else (v6_name, 16)
+        src = (name(raw_src[:width].tobytes()), sport)
+        dst = (name(raw_dst[:width].tobytes()), dport)
+        reverse = dst < src
+        ends: FlowEnds = (dst + src) if reverse else (src + dst)
+        flow_of_pair[i] = ends_index.setdefault(ends, len(ends_index))
+        reverse_of_pair[i] = reverse
+    return flow_of_pair[inverse], reverse_of_pair[inverse], list(ends_index)
 
 
 def unpack(blob: bytes) -> np.ndarray:

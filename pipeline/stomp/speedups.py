@@ -8,21 +8,16 @@ the Python headers). Without the build, or with ``STOMP_LAKE_PURE_PYTHON=1`` in 
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 from types import ModuleType
+
+from pipeline.compiled import load as compiled_module
 
 MODULE = "pipeline.stomp._speedups"
 
 
 def load() -> ModuleType | None:
-    if os.environ.get("STOMP_LAKE_PURE_PYTHON"):
-        return None
-    try:
-        from pipeline.stomp import _speedups  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _speedups
+    return compiled_module(MODULE)
 
 
 def load_file(path: Path) -> ModuleType:

@@ -1,0 +1,362 @@
+# cython: language_level=3, boundscheck=True, wraparound=False, cdivision=True
+"""The capture readers' hot loop in compiled code: whole TCP packets of the common shapes.
+
+`PacketScanner.scan_pcap` / `scan_pcapng` walk records (blocks) from an offset and write each
+packet into column arrays for as long as the record is regular and its packet takes the
+one-unpack route of `fastpath.py` (IPv4 without options or IPv6 without extension headers,
+TCP, fully captured; a pcapng block without options, of an interface whose clock needs no
+offset). They stop at the first record that is anything else and return its offset: the
+pure-Python reader (`pcap.read_pcap`, `pcapng.read_pcapng`), which stays the reference, reads
+that record, then hands back. What the scanner accepts it decodes exactly as the reader would;
+`tests/pipeline/ingest/test_scan.py` holds the two to the same output.
+
+Every index into the capture goes through a bounds-checked memoryview: the file is hostile
+input, and the explicit length checks above each read are what the reader does too.
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+
+cnp.import_array()
+
+# Link kinds: how the one-unpack route finds the IP header (fastpath._combined).
+DEF LINK_NONE = -1  # not on the fast route
+DEF LINK_ETHERNET = 0
+DEF LINK_SLL = 1
+DEF LINK_SLL2 = 2
+DEF LINK_RAW = 3
+DEF LINK_NULL = 4
+DEF LINK_LOOP = 5
+DEF LINK_IPV4 = 6
+DEF LINK_IPV6 = 7
+
+DEF EPB = 6
+DEF MAX_BLOCK_LEN = 1 << 26
+DEF MAX_TS_NS = 0x7FFFFFFFFFFFFFFF
+
+LINK_KINDS = {
+    1: LINK_ETHERNET,
+    113: LINK_SLL,
+    276: LINK_SLL2,
+    101: LINK_RAW,
+    12: LINK_RAW,
+    14: LINK_RAW,
+    0: LINK_NULL,
+    108: LINK_LOOP,
+    228: LINK_IPV4,
+    229: LINK_IPV6,
+}
+
+
+cdef inline unsigned int be16(const unsigned char[:] b, Py_ssize_t i):
+    return (b[i] << 8) | b[i + 1]
+
+
+cdef inline unsigned int be32(const unsigned char[:] b, Py_ssize_t i):
+    return (<unsigned int>b[i] << 24) | (b[i + 1] << 16) | (b[i + 2] << 8) | b[i + 3]
+
+
+cdef inline unsigned int u32(const unsigned char[:] b, Py_ssize_t i, bint little):
+    if little:
+        return (<unsigned int>b[i + 3] << 24) | (b[i + 2] << 16) | (b[i + 1] << 8) | b[i]
+    return be32(b, i)
+
+
+cdef class PacketScanner:
+    """Column arrays of up to `capacity` packets; `count` filled so far."""
+
+    cdef readonly Py_ssize_t capacity
+    cdef readonly Py_ssize_t count
+    cdef readonly long long packets  # records read (all of them TCP: see the module docstring)
+    cdef readonly long long bytes  # captured bytes of those records
+    cdef readonly long long payload_bytes
+    cdef readonly long long last_ts_ns
+    cdef readonly unsigned int last_sec
+    cdef public object columns
+    cdef long long[:] ts_ns
+    cdef long long[:] payload_offset
+    cdef long long[:] record_offset
+    cdef unsigned int[:] seq
+    cdef unsigned int[:] ack
+    cdef int[:] payload_len
+    cdef int[:] window
+    cdef unsigned short[:] flags
+    cdef unsigned char[:] family
+    cdef unsigned short[:] src_port
+    cdef unsigned short[:] dst_port
+    cdef unsigned char[:, :] src
+    cdef unsigned char[:, :] dst
+    cdef unsigned long long[:] pair_hash
+    # pcapng interfaces of the section being read: link kind and clock (mul, div) per id
+    cdef Py_ssize_t n_interfaces
+    cdef object interface_arrays
+    cdef int[:] kinds
+    cdef long long[:] muls
+    cdef long long[:] divs
+
+    def __init__(self, Py_ssize_t capacity):
+        self.capacity = capacity
+        self.columns = {
+            "ts_ns": np.empty(capacity, np.int64),
+            "payload_offset": np.empty(capacity, np.int64),
+            "record_offset": np.empty(capacity, np.int64),
+            "seq": np.empty(capacity, np.uint32),
+            "ack": np.empty(capacity, np.uint32),
+            "payload_len": np.empty(capacity, np.int32),
+            "window": np.empty(capacity, np.int32),
+            "flags": np.empty(capacity, np.uint16),
+            "family": np.empty(capacity, np.uint8),
+            "src_port": np.empty(capacity, np.uint16),
+            "dst_port": np.empty(capacity, np.uint16),
+            "src": np.zeros((capacity, 16), np.uint8),
+            "dst": np.zeros((capacity, 16), np.uint8),
+            # FNV-1a of (src, dst, ports): groups packets by directed pair without sorting
+            # the addresses; equal hashes are checked for equal pairs by the caller
+            "pair_hash": np.empty(capacity, np.uint64),
+        }
+        c = self.columns
+        self.ts_ns = c["ts_ns"]
+        self.payload_offset = c["payload_offset"]
+        self.record_offset = c["record_offset"]
+        self.seq = c["seq"]
+        self.ack = c["ack"]
+        self.payload_len = c["payload_len"]
+        self.window = c["window"]
+        self.flags = c["flags"]
+        self.family = c["family"]
+        self.src_port = c["src_port"]
+        self.dst_port = c["dst_port"]
+        self.src = c["src"]
+        self.dst = c["dst"]
+        self.pair_hash = c["pair_hash"]
+        self.forget_interfaces()
+        self.clear()
+
+    def clear(self):
+        """Forget the packets held (the counters run on)."""
+        self.count = 0
+
+    def reset_counters(self):
+        self.packets = 0
+        self.bytes = 0
+        self.payload_bytes = 0
+
+    def forget_interfaces(self):
+        """A new pcapng section: no interface yet."""
+        self.n_interfaces = 0
+        self._grow(16)
+
+    def add_interface(self, linktype, mul, div, shift):
+        """The section's next interface (ids in order); amortised constant time, so that a
+        flood of interface blocks costs linear time here as in the reader."""
+        if self.n_interfaces == self.kinds.shape[0]:
+            self._grow(2 * self.n_interfaces)
+        cdef Py_ssize_t i = self.n_interfaces
+        # the clocks the scan's 64-bit arithmetic holds exactly; others are read in Python
+        scanned = shift == 0 and 0 < mul <= 1_000_000_000 and 0 < div < (1 << 62)
+        self.kinds[i] = LINK_KINDS.get(linktype, LINK_NONE) if scanned else LINK_NONE
+        self.muls[i] = mul if scanned else 1
+        self.divs[i] = div if scanned else 1
+        self.n_interfaces = i + 1
+
+    def _grow(self, Py_ssize_t capacity):
+        kinds = np.full(capacity, LINK_NONE, np.int32)
+        muls = np.ones(capacity, np.int64)
+        divs = np.ones(capacity, np.int64)
+        if self.n_interfaces:
+            kinds[: self.n_interfaces] = self.interface_arrays[0][: self.n_interfaces]
+            muls[: self.n_interfaces] = self.interface_arrays[1][: self.n_interfaces]
+            divs[: self.n_interfaces] = self.interface_arrays[2][: self.n_interfaces]
+        self.interface_arrays = (kinds, muls, divs)
+        self.kinds, self.muls, self.divs = kinds, muls, divs
+
+    @property
+    def full(self):
+        return self.count >= self.capacity
+
+    cdef bint _packet(
+        self, const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t caplen, int kind,
+        long long ts_ns, Py_ssize_t record,
+    ):
+        """Decode one captured packet onto the fast route, as `fastpath._combined` does; False
+        (nothing written) for anything that route would hand to the general decoders."""
+        cdef Py_ssize_t link_len
+        cdef int is_v4, is_v6
+        cdef unsigned int link, vihl, total, frag, proto, hlen, plen, nxt, vtf
+        cdef Py_ssize_t ip, tcp, i, n = self.count
+        cdef unsigned long long h
+        if kind == LINK_ETHERNET:
+            link_len = 14
+        elif kind == LINK_SLL:
+            link_len = 16
+        elif kind == LINK_SLL2:
+            link_len = 20
+        elif kind == LINK_NULL or kind == LINK_LOOP:
+            link_len = 4
+        elif kind == LINK_RAW or kind == LINK_IPV4 or kind == LINK_IPV6:
+            link_len = 0
+        else:
+            return False
+        if caplen < link_len + 40:
+            return False
+        ip = off + link_len
+        # Which IP version the link field announces (fastpath: link == v4_link / v6_link).
+        if kind == LINK_ETHERNET:
+            link = be16(buf, off + 12)
+            is_v4, is_v6 = link == 0x0800, link == 0x86DD
+        elif kind == LINK_SLL:
+            link = be16(buf, off + 14)
+            is_v4, is_v6 = link == 0x0800, link == 0x86DD
+        elif kind == LINK_SLL2:
+            link = be16(buf, off)
+            is_v4, is_v6 = link == 0x0800, link == 0x86DD
+        elif kind == LINK_NULL:
+            link = be32(buf, off)
+            is_v4, is_v6 = link == 0x02000000, link == 0x1E000000
+        elif kind == LINK_LOOP:
+            link = be32(buf, off)
+            is_v4, is_v6 = link == 2, link == 0x1E
+        elif kind == LINK_RAW:
+            is_v4, is_v6 = True, True
+        elif kind == LINK_IPV4:
+            is_v4, is_v6 = True, False
+        else:
+            is_v4, is_v6 = False, True
+        vihl = buf[ip]
+        if is_v4 and vihl == 0x45:
+            total = be16(buf, ip + 2)
+            frag = be16(buf, ip + 6)
+            proto = buf[ip + 9]
+            tcp = ip + 20
+            hlen = (buf[tcp + 12] >> 4) << 2
+            if not (
+                proto == 6
+                and not frag & 0x3FFF
+                and link_len + total <= caplen
+                and 20 <= hlen
+                and hlen + 20 <= total
+            ):
+                return False
+            self.family[n] = 4
+            for i in range(4):
+                self.src[n, i] = buf[ip + 12 + i]
+                self.dst[n, i] = buf[ip + 16 + i]
+            self.payload_offset[n] = tcp + hlen
+            self.payload_len[n] = total - 20 - hlen
+        elif is_v6 and caplen >= link_len + 60:
+            vtf = be32(buf, ip)
+            plen = be16(buf, ip + 4)
+            nxt = buf[ip + 6]
+            tcp = ip + 40
+            hlen = (buf[tcp + 12] >> 4) << 2
+            if not (
+                vtf >> 28 == 6 and nxt == 6 and link_len + 40 + plen <= caplen
+                and 20 <= hlen and hlen <= plen
+            ):
+                return False
+            self.family[n] = 6
+            for i in range(16):
+                self.src[n, i] = buf[ip + 8 + i]
+                self.dst[n, i] = buf[ip + 24 + i]
+            self.payload_offset[n] = tcp + hlen
+            self.payload_len[n] = plen - hlen
+        else:
+            return False
+        self.src_port[n] = be16(buf, tcp)
+        self.dst_port[n] = be16(buf, tcp + 2)
+        h = 14695981039346656037ULL
+        for i in range(16):
+            h = (h ^ self.src[n, i]) * 1099511628211ULL
+        for i in range(16):
+            h = (h ^ self.dst[n, i]) * 1099511628211ULL
+        for i in range(4):
+            h = (h ^ buf[tcp + i]) * 1099511628211ULL
+        self.pair_hash[n] = h
+        self.seq[n] = be32(buf, tcp + 4)
+        self.ack[n] = be32(buf, tcp + 8)
+        self.flags[n] = buf[tcp + 13]
+        self.window[n] = be16(buf, tcp + 14)
+        self.ts_ns[n] = ts_ns
+        self.record_offset[n] = record
+        self.count = n + 1
+        self.packets += 1
+        self.bytes += caplen
+        self.payload_bytes += self.payload_len[n]
+        return True
+
+    def scan_pcap(
+        self, const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t end, bint little,
+        int hlen, unsigned int limit, unsigned int frac_limit, long long frac_ns, int linktype,
+    ):
+        """Records from `off` while regular and fast; returns the offset of the first one not
+        taken (`end` or past it when all were). `last_sec` is the last record's seconds."""
+        cdef Py_ssize_t size = buf.shape[0]
+        cdef unsigned int sec, frac, incl, orig
+        cdef int kind = LINK_KINDS.get(linktype, LINK_NONE)
+        if kind == LINK_NONE:
+            return off
+        while off < end and self.count < self.capacity:
+            if size - off < hlen:
+                break
+            sec = u32(buf, off, little)
+            frac = u32(buf, off + 4, little)
+            incl = u32(buf, off + 8, little)
+            orig = u32(buf, off + 12, little)
+            if not (
+                incl <= limit and incl == orig and frac < frac_limit
+                and off + hlen + <Py_ssize_t>incl <= size
+            ):
+                break
+            if not self._packet(
+                buf, off + hlen, incl, kind, sec * 1_000_000_000LL + frac * frac_ns, off
+            ):
+                break
+            self.last_sec = sec
+            off += hlen + incl
+        return off
+
+    def scan_pcapng(
+        self, const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t end, bint little
+    ):
+        """Enhanced packet blocks from `off` while well formed, without options, of an
+        interface given by `add_interface`, and fast. Returns the offset of the first block not
+        taken; `last_ts_ns` is the last block's time."""
+        cdef Py_ssize_t size = buf.shape[0]
+        cdef Py_ssize_t n_ifaces = self.n_interfaces
+        cdef unsigned int btype, blen, iface, incl, orig
+        cdef unsigned long long units
+        cdef long long ts
+        cdef int[:] kinds = self.kinds
+        cdef long long[:] muls = self.muls
+        cdef long long[:] divs = self.divs
+        while off < end and self.count < self.capacity:
+            if size - off < 32:
+                break
+            btype = u32(buf, off, little)
+            blen = u32(buf, off + 4, little)
+            iface = u32(buf, off + 8, little)
+            incl = u32(buf, off + 20, little)
+            orig = u32(buf, off + 24, little)
+            if not (
+                btype == EPB and 32 <= blen <= MAX_BLOCK_LEN and blen & 3 == 0
+                and off + <Py_ssize_t>blen <= size
+                and iface < n_ifaces
+                and incl <= blen - 32
+                and blen == 32 + ((incl + 3) & ~3u)  # no options: comments are the reader's
+                and incl == orig
+                and u32(buf, off + blen - 4, little) == blen
+                and kinds[iface] != LINK_NONE
+            ):
+                break
+            units = (<unsigned long long>u32(buf, off + 12, little) << 32) | u32(
+                buf, off + 16, little
+            )
+            if units > <unsigned long long>(MAX_TS_NS // muls[iface]):
+                break
+            ts = <long long>units * muls[iface] // divs[iface]
+            if not self._packet(buf, off + 28, incl, kinds[iface], ts, off):
+                break
+            self.last_ts_ns = ts
+            off += blen
+        return off
