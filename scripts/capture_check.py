@@ -4,6 +4,11 @@ This is an independent cross-check for make_samples.py, not the pipeline's decod
 splits each direction of each TCP stream into STOMP frames and heart-beats with the rule
 documented in samples/README.md: one EOL right after a frame's NUL and in the same TCP
 segment belongs to the frame; every other EOL between frames is a heart-beat.
+
+A connection the record marks `"transport": "websocket"` is read as RFC 6455 after its HTTP
+upgrade: its data messages (unmasked, fragments joined) stand for the segments, so one EOL
+right after a frame's NUL in the same WebSocket message belongs to the frame and a message
+holding only an EOL is a heart-beat. No extension is supported (stomp.py offers none).
 """
 
 from __future__ import annotations
@@ -125,6 +130,33 @@ def summarize(segments: list[bytes]) -> DirectionSummary:
     return summary
 
 
+def websocket_messages(stream: bytes) -> list[bytes]:
+    """The data messages of one direction of a WebSocket connection, upgrade included; a
+    frame cut off by the end of the capture is left out."""
+    i, messages, partial = stream.index(b"\r\n\r\n") + 4, [], b""
+    while i + 2 <= len(stream):
+        fin, opcode = stream[i] & 0x80, stream[i] & 0x0F
+        masked, length = stream[i + 1] & 0x80, stream[i + 1] & 0x7F
+        i += 2
+        if length >= 126:
+            size = 2 if length == 126 else 8
+            length, i = int.from_bytes(stream[i : i + size], "big"), i + size
+        key = stream[i : i + 4] if masked else b""
+        i += len(key)
+        payload = stream[i : i + length]
+        if len(payload) < length:
+            break
+        i += length
+        if key:
+            payload = bytes(b ^ key[n % 4] for n, b in enumerate(payload))
+        if opcode in (0, 1, 2):  # continuation, text, binary; control frames carry no STOMP
+            partial += payload
+            if fin:
+                messages.append(partial)
+                partial = b""
+    return messages
+
+
 def compare(expected: dict[str, Any], pcap: Path) -> list[str]:
     """Mismatches between the capture and the client-side record (empty when they agree)."""
     problems: list[str] = []
@@ -140,6 +172,9 @@ def compare(expected: dict[str, Any], pcap: Path) -> list[str]:
             problems.append(f"{conn['name']}: no TCP stream for client port {conn['client_port']}")
             continue
         sent, received = stream.split(conn["client_port"])
+        if conn.get("transport") == "websocket":
+            sent = websocket_messages(b"".join(sent))
+            received = websocket_messages(b"".join(received))
         for label, data, frames_key, beats_key in (
             ("sent", sent, "frames_sent", "heart_beats_sent"),
             ("received", received, "frames_received", "heart_beats_received"),

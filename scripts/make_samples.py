@@ -45,6 +45,10 @@ HEART_BEAT_RULE = (
     " follows a frame's NUL (part of that frame); counts are stomp.py's on_send/on_heartbeat"
     " and were checked against the capture with this rule"
 )
+WEBSOCKET_RULE = (
+    "; over WebSocket the same WebSocket message stands for the same TCP segment (a message"
+    " holding only an EOL is a heart-beat)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,7 @@ class SampleSpec:
     broker: str
     file_format: str  # "pcap" (microseconds), "pcap-nanosecond" or "pcapng"
     scenario: scenarios.Scenario
+    transport: str = "tcp"  # "websocket": captured on the broker's web-stomp port
 
     @property
     def file_name(self) -> str:
@@ -67,6 +72,13 @@ SAMPLES = (
     ),
     SampleSpec(
         "rabbitmq-heartbeat-errors", "rabbitmq", "pcap", scenarios.rabbitmq_heartbeat_errors
+    ),
+    SampleSpec(
+        "rabbitmq-websocket",
+        "rabbitmq",
+        "pcap-nanosecond",
+        scenarios.rabbitmq_websocket,
+        transport="websocket",
     ),
 )
 
@@ -108,10 +120,19 @@ def _totals(connections: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def captured_port(spec: SampleSpec, broker: Broker) -> int:
+    if spec.transport == "websocket":
+        assert broker.web_port is not None, "the broker serves no STOMP over WebSocket"
+        return broker.web_port
+    return broker.stomp_port
+
+
 def _expected_record(
     spec: SampleSpec, broker: Broker, connections: list[dict[str, Any]], packets: int | None
 ) -> dict[str, Any]:
     servers = [c["server"] for c in connections if c["server"]]
+    websocket = spec.transport == "websocket"
+    web = {"web_port": broker.web_port, "ws_path": "/ws"} if websocket else {}
     return {
         "format_version": FORMAT_VERSION,
         "sample": spec.name,
@@ -126,15 +147,16 @@ def _expected_record(
             "server_header": servers[0] if servers else None,
             "host": broker.host,
             "stomp_port": broker.stomp_port,
+            **web,
         },
         "client": {"name": "stomp.py", "version": version("stomp.py")},
         "capture": {
             "tool": _command_output("tcpdump", "--version").splitlines()[0],
             "interface": "lo",
-            "filter": f"tcp port {broker.stomp_port}",
+            "filter": f"tcp port {captured_port(spec, broker)}",
             "packets": packets,
         },
-        "heart_beat_rule": HEART_BEAT_RULE,
+        "heart_beat_rule": HEART_BEAT_RULE + (WEBSOCKET_RULE if websocket else ""),
         "totals": _totals(connections),
         "connections": connections,
     }
@@ -147,7 +169,7 @@ def _capture_once(spec: SampleSpec, out: Path, port: int) -> tuple[Path, dict[st
         raw = Path(scratch) / "raw.pcap"
         with running_broker(spec.broker, stomp_port=port) as broker:
             nano = spec.file_format != "pcap"
-            with tcpdump(raw, broker.stomp_port, nanoseconds=nano) as stats:
+            with tcpdump(raw, captured_port(spec, broker), nanoseconds=nano) as stats:
                 result = spec.scenario(broker)
             connections = [c.record.to_json() for c in result.connections]
             for connection in result.left_open:

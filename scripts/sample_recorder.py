@@ -81,11 +81,27 @@ class ClientRecord:
     errors_received: list[dict[str, Any]] = field(default_factory=list)
     socket_closed: bool = False
     ending: str = "open"
+    # "websocket": STOMP over RFC 6455 (stomp.py WSStompConnection); the ws_* keys are then set
+    transport: str = "tcp"
+    ws_path: str | None = None
+    ws_origin: str | None = None
+    ws_user_agent: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         version = self.version_header or ("1.0" if self.connected else None)
+        websocket = (
+            {
+                "transport": self.transport,
+                "ws_path": self.ws_path,
+                "ws_origin": self.ws_origin,
+                "ws_user_agent": self.ws_user_agent,
+            }
+            if self.transport == "websocket"
+            else {}
+        )
         return {
             "name": self.name,
+            **websocket,
             "client_port": self.client_port,
             "server_port": self.server_port,
             "stomp_py_protocol": self.protocol,
@@ -139,7 +155,9 @@ class RecordingListener(stomp.ConnectionListener):
                 self.changed.wait(remaining)
 
     def on_connecting(self, host_and_port: tuple[str, int]) -> None:
-        local = self.transport.socket.getsockname()
+        # WSStompConnection's socket is a websocket-client WebSocket around the TCP socket
+        raw = getattr(self.transport.socket, "sock", self.transport.socket)
+        local = raw.getsockname()
         with self.changed:
             self.record.client_port = local[1]
             self.record.server_port = host_and_port[1]
@@ -224,6 +242,9 @@ class RecordingListener(stomp.ConnectionListener):
             self.changed.notify_all()
 
 
+WS_PATH = "/ws"  # RabbitMQ web-stomp's endpoint
+WS_USER_AGENT = "stomp-lake-sample stomp.py"
+
 CONNECTION_CLASSES: dict[str, type] = {
     "1.0": stomp.Connection10,
     "1.1": stomp.Connection11,
@@ -262,8 +283,13 @@ class RecordedConnection:
     def disconnect(self) -> None:
         receipt = f"{self.record.name}-bye"
         self.conn.disconnect(receipt=receipt)
-        self.wait_until(lambda r: receipt in r.receipts_received, 10)
-        self.record.ending = "disconnect"
+        if self.record.transport == "websocket":
+            # RabbitMQ web-stomp 3.10 closes the WebSocket without answering the receipt
+            self.wait_until(lambda r: r.socket_closed, 10)
+            self.record.ending = "disconnect-unanswered"
+        else:
+            self.wait_until(lambda r: receipt in r.receipts_received, 10)
+            self.record.ending = "disconnect"
 
 
 def open_connection(
@@ -276,20 +302,38 @@ def open_connection(
     heart_beats: tuple[int, int] = (0, 0),
     connect_command: str | None = None,
     send_accept_version: bool = True,
+    websocket: bool = False,
 ) -> RecordedConnection:
     """Connect with stomp.py and wait for CONNECTED (or ERROR when the login is refused).
 
     `send_accept_version=False` (1.0 only) sends a bare CONNECT, as pre-1.1 clients do.
     `connect_command="CONNECT"` makes 1.1/1.2 use CONNECT instead of stomp.py's default STOMP.
+    `websocket=True` (1.2 only) connects with stomp.py's WSStompConnection to the broker's
+    web-stomp port, path /ws.
     """
     kwargs: dict[str, Any] = {"auto_decode": False}
     if protocol != "1.0":
         # A generous receive scale so a late broker beat never makes stomp.py hang up.
         kwargs.update(vhost=broker.vhost, heartbeats=heart_beats, heart_beat_receive_scale=4.0)
-    conn = CONNECTION_CLASSES[protocol]([broker.address], **kwargs)
     login = broker.login if login is None else login
     passcode = broker.passcode if passcode is None else passcode
-    listener = RecordingListener(ClientRecord(name=name, protocol=protocol, login=login), None)
+    record = ClientRecord(name=name, protocol=protocol, login=login)
+    if websocket:
+        if protocol != "1.2" or broker.web_port is None:
+            raise ValueError("WebSocket: stomp.py speaks 1.2 only, to a broker with a web port")
+        record.transport, record.ws_path = "websocket", WS_PATH
+        # websocket-client sends Origin: http://host:port itself
+        record.ws_origin = f"http://{broker.host}:{broker.web_port}"
+        record.ws_user_agent = WS_USER_AGENT
+        conn = stomp.WSStompConnection(
+            [(broker.host, broker.web_port)],
+            ws_path=WS_PATH,
+            header=[f"User-Agent: {WS_USER_AGENT}"],
+            **kwargs,
+        )
+    else:
+        conn = CONNECTION_CLASSES[protocol]([broker.address], **kwargs)
+    listener = RecordingListener(record, None)
     listener.transport = conn.transport
     conn.set_listener("recorder", listener)
     recorded = RecordedConnection(conn, listener, broker)

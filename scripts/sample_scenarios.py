@@ -270,3 +270,51 @@ def rabbitmq_heartbeat_errors(broker: Broker) -> ScenarioResult:
     beating.disconnect()
     refused.wait_closed_by_server(timeout=30)
     return ScenarioResult([refused, beating, jobs, still_open], left_open=[still_open])
+
+
+def rabbitmq_websocket(broker: Broker) -> ScenarioResult:
+    """STOMP 1.2 over WebSocket (rabbitmq_web_stomp, path /ws) with stomp.py's
+    WSStompConnection: a client-individual consumer beating 500,500 (ACKs, one NACK), a
+    producer with receipts, a committed transaction and a SEND without destination."""
+    consumer = open_connection(
+        broker, "ws-consumer-1.2", "1.2", heart_beats=(500, 500), websocket=True
+    )
+    started = time.monotonic()
+    consumer.conn.subscribe(
+        "/queue/ws-orders", id="ws-orders-sub", ack="client-individual", receipt="ws-sub-ok"
+    )
+    consumer.wait_receipt("ws-sub-ok")
+
+    producer = open_connection(broker, "ws-producer-1.2", "1.2", websocket=True)
+    send = producer.conn.send
+    for seq in range(10):
+        headers = {"x-seq": str(seq)}
+        if seq % 4 == 0:
+            headers["receipt"] = f"ws-order-{seq}"
+        if seq == 5:
+            headers["x-note"] = NOTE_NEEDING_ESCAPES
+        send("/queue/ws-orders", json_body("ws-order", seq), "application/json", headers)
+    producer.conn.begin("ws-tx")
+    for seq in range(10, 12):
+        body = json_body("ws-order", seq)
+        send("/queue/ws-orders", body, "application/json", transaction="ws-tx")
+    producer.conn.commit("ws-tx", receipt="ws-tx-ok")
+    producer.conn.send_frame("SEND", {"receipt": "no-destination"}, "lost")
+    for awaited in ("ws-order-0", "ws-order-4", "ws-order-8", "ws-tx-ok"):
+        producer.wait_receipt(awaited)
+    producer.wait_errors(1)
+
+    consumer.wait_messages(12)
+    messages = consumer.record.messages_received
+    for index, message in enumerate(messages):
+        receipt = "ws-acked" if index == len(messages) - 1 else None
+        if index == 3:
+            consumer.conn.nack(ack_id(message, "1.2"), receipt=receipt, requeue="false")
+        else:
+            consumer.conn.ack(ack_id(message, "1.2"), receipt=receipt)
+    consumer.wait_receipt("ws-acked")
+
+    producer.disconnect()
+    wait_heart_beat_run(started)
+    consumer.disconnect()
+    return ScenarioResult([consumer, producer])

@@ -82,6 +82,8 @@ log4j.appender.file.layout.ConversionPattern=%d %-5p [%c{{1}}] %m%n
 RABBITMQ_CONF = """\
 listeners.tcp = none
 stomp.listeners.tcp.1 = {host}:{port}
+web_stomp.tcp.ip = {host}
+web_stomp.tcp.port = {web_port}
 """
 
 
@@ -93,6 +95,8 @@ class Broker:
     login: str
     passcode: str
     vhost: str | None
+    # STOMP over WebSocket (RabbitMQ's rabbitmq_web_stomp, path /ws); None when not served
+    web_port: int | None = None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -191,10 +195,10 @@ def _rabbitmq_launch(broker: Broker, workdir: Path) -> _Launch:
     for folder in (home, mnesia, logs):
         folder.mkdir(parents=True, exist_ok=True)
     (workdir / "rabbitmq.conf").write_text(
-        RABBITMQ_CONF.format(host=broker.host, port=broker.stomp_port)
+        RABBITMQ_CONF.format(host=broker.host, port=broker.stomp_port, web_port=broker.web_port)
     )
-    # The same file `rabbitmq-plugins --offline enable rabbitmq_stomp` writes.
-    (workdir / "enabled_plugins").write_text("[rabbitmq_stomp].\n")
+    # The same file `rabbitmq-plugins --offline enable rabbitmq_stomp rabbitmq_web_stomp` writes.
+    (workdir / "enabled_plugins").write_text("[rabbitmq_stomp,rabbitmq_web_stomp].\n")
     env = dict(os.environ)
     env.update(
         HOME=str(home),
@@ -223,7 +227,9 @@ LAUNCHERS: dict[str, Callable[[Broker, Path], _Launch]] = {
 def _default_broker(kind: str, port: int) -> Broker:
     if kind == "activemq":
         return Broker(kind, "127.0.0.1", port, login="admin", passcode="admin", vhost=None)
-    return Broker(kind, "127.0.0.1", port, login="guest", passcode="guest", vhost="/")
+    return Broker(
+        kind, "127.0.0.1", port, login="guest", passcode="guest", vhost="/", web_port=free_port()
+    )
 
 
 def _log_tail(path: Path, lines: int = 30) -> str:
@@ -245,6 +251,8 @@ def _wait_ready(broker: Broker, process: subprocess.Popen[bytes], log: Path) -> 
         try:
             answer = stomp_handshake(broker)
             if answer.startswith(b"CONNECTED"):
+                if broker.web_port is not None:  # web-stomp may start after STOMP
+                    socket.create_connection((broker.host, broker.web_port), 2).close()
                 return
             last_error = f"unexpected answer {answer[:200]!r}"
         except OSError as error:

@@ -53,6 +53,12 @@ def _connections():
 def test_each_connection_matches_the_client_record(spark, sample_lake, conn) -> None:
     session = _by_port(spark, sample_lake)[conn["client_port"]]
     sid = session.session_id
+    assert session.transport == conn.get("transport", "tcp")
+    if session.transport == "websocket":  # the upgrade as the client sent it, accepted
+        assert session.ws_status == 101
+        assert session.ws_path == conn["ws_path"]
+        assert session.ws_origin == conn["ws_origin"]
+        assert session.ws_user_agent == conn["ws_user_agent"]
     if conn["connected"]:
         assert session.version == conn["version"]
         effective = conn["heart_beat_effective"]

@@ -10,7 +10,12 @@ from pipeline.audit.views import register_views
 from pipeline.report import data
 from tests.pipeline.audit.sample_lake import connections, shared_sample_lake
 
-ENDINGS = {"disconnect": "disconnect_receipt", "server-close": "error", "open": "capture_end"}
+ENDINGS = {
+    "disconnect": "disconnect_receipt",
+    "disconnect-unanswered": "disconnect",
+    "server-close": "error",
+    "open": "capture_end",
+}
 
 
 @pytest.fixture(scope="module")
