@@ -69,9 +69,7 @@ class TaskCounters:
     def reading(self, file_sizes: Sequence[int]) -> str:
         """Stage 1: files whose every split is read, bytes read, packets."""
         done = self.bytes_per_file.value
-        files = sum(
-            1 for file_id, size in enumerate(file_sizes) if done.get(file_id, -1) >= size
-        )
+        files = sum(1 for file_id, size in enumerate(file_sizes) if done.get(file_id, -1) >= size)
         read = sum(done.values())
         return (
             f"{files}/{len(file_sizes)} files, {human_bytes(read)} of "
