@@ -95,3 +95,32 @@ def test_on_a_terminal_each_stage_is_a_live_line_with_its_figures(
     for expected in _figures_of(result).values():
         assert expected in final, (expected, final)
     assert final.count("✓") == 4 and " jobs" in final
+
+
+def test_in_a_log_a_stage_ends_with_a_line_of_its_final_figures() -> None:
+    log = io.StringIO()
+    with RunProgress(0, log, live=False, interval_s=0) as progress:
+        progress("stage 1/4: reading packets")
+        progress.figures(lambda: "1/1 files, 45.9 KB of 45.9 KB, 170 packets")
+        progress("stage 2/4: decoding sessions, staging tables")  # no figures: no final line
+        progress("stage 3/4: validating")
+        progress.figures(_spark_gone)  # figures that fail are left out
+    assert log.getvalue().splitlines() == [
+        f"{PREFIX}stage 1/4: reading packets",
+        f"{PREFIX}  stage 1/4 done: 1/1 files, 45.9 KB of 45.9 KB, 170 packets, 0 s",
+        f"{PREFIX}stage 2/4: decoding sessions, staging tables",
+        f"{PREFIX}stage 3/4: validating",
+    ]
+
+
+def _spark_gone() -> str:
+    raise ConnectionError("the accumulator server went away")
+
+
+def test_quiet_shows_nothing() -> None:
+    log = io.StringIO()
+    with RunProgress(-1, log, live=False, interval_s=0) as progress:
+        progress("stage 1/4: reading packets")
+        progress.figures(lambda: "1/1 files")
+        progress("done")
+    assert log.getvalue() == ""
