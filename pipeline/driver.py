@@ -107,7 +107,6 @@ class ConnectionDriver:
             if transport is not None and transport.state != TCP:
                 apply_transport(model, transport.receive_eof(direction, packet.ts_ns), source)
             model.on_close(direction, packet.ts_ns, "rst" if packet.flags & RST else "fin")
-        self._collect(model)
 
     def end(self) -> DriverState | None:
         """The input of this batch is over: finish what is over (or everything, with
@@ -116,6 +115,8 @@ class ConnectionDriver:
         self._state = None
         if state is None:
             return None
+        if state.model is not None:
+            self._collect(state.model)
         conn = state.tracker.connection
         if conn is None:
             return None
@@ -142,7 +143,11 @@ class ConnectionDriver:
         return None if state is None or state.model is None else state.model.session_id
 
     def drain(self) -> dict[str, list[Row]]:
-        """Table rows made since the last drain, by table."""
+        """Table rows made since the last drain, by table. (The current model's rows are
+        collected here, not after each packet; a model is collected before it is let go.)"""
+        state = self._state
+        if state is not None and state.model is not None:
+            self._collect(state.model)
         out, self._out = self._out, {}
         return out
 

@@ -182,14 +182,14 @@ class ConnectionTracker:
                 self._close(events)
             conn = self._open(packet)
             events.append(Opened(conn))
-        self._track(conn, packet, sender)
+        from_client = sender == conn.client
+        self._track(conn, packet, from_client)
         stream = self._streams.get(sender)
         if stream is None:
-            isn = conn.client_isn if sender == conn.client else conn.server_isn
+            isn = conn.client_isn if from_client else conn.server_isn
             stream = self._streams[sender] = StreamReassembler(
                 isn, max_pending_bytes=self.max_pending_bytes, history_bytes=self.history_bytes
             )
-        from_client = sender == conn.client
         conn_id = conn.connection_id
         for event in stream.add(
             packet.seq, payload, packet.ts_ns, flags=packet.flags, wire_len=packet.wire_len
@@ -303,9 +303,8 @@ class ConnectionTracker:
         self._streams = {}
         return conn
 
-    def _track(self, conn: Connection, packet: TcpPacket, sender: Endpoint) -> None:
+    def _track(self, conn: Connection, packet: TcpPacket, is_client: bool) -> None:
         conn.last_ts_ns = packet.ts_ns
-        is_client = sender == conn.client
         if is_client:
             conn.client_packets += 1
         else:
