@@ -14,6 +14,13 @@ Captures (DIR/<name>.pcap + DIR/<name>.record.json):
   back-pressure    plain STOMP over TCP, heart-beat:0,0, a consumer with a 2 KiB receive buffer
                    reading slowly while a producer floods its queue (trailing LFs split from
                    their NUL by flow control)
+  web-stomp-chromium
+                   @stomp/stompjs (the UMD bundle of the local npm install) in Debian's headless
+                   Chromium, on a page served on localhost, over the browser's own WebSocket
+                   (permessage-deflate as Chromium offers it), driven through chromedriver
+  web-stomp-proxy  the clients of web-stomp (stomp.py WSStompConnection, stompjs with and without
+                   permessage-deflate) through `stomp-capture` in front of web-stomp: the
+                   proxy's own pcapng (DIR/rabbitmq-web-stomp-proxy.pcapng), no tcpdump
   nul-lf-split     the same under an 88-byte MSS with body sizes varying 1..97 bytes, repeated
                    (at most --attempts captures) until a broker segment ends in a frame's NUL
                    and the next one starts with its LF
@@ -26,13 +33,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import functools
+import http.server
 import json
+import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -208,6 +222,63 @@ def stompjs(broker: WebBroker, deflate: bool) -> dict[str, Any]:
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
     record = json.loads(out.strip().splitlines()[-1])
     record.update(destination=queue, permessage_deflate=deflate)
+    return record
+
+
+PAGE = ROOT / "scripts" / "websocket_stompjs_page.html"
+STOMPJS_BUNDLE = NODE_DIR / "node_modules" / "@stomp" / "stompjs" / "bundles" / "stomp.umd.js"
+
+
+@contextlib.contextmanager
+def _served(folder: Path) -> Iterator[int]:
+    """A static HTTP server for `folder` on a free localhost port, in a thread."""
+    handler = functools.partial(QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+        pass
+
+
+def stompjs_chromium(broker: WebBroker, timeout: float = 30.0) -> dict[str, Any]:
+    """stompjs on a localhost page in headless Chromium; the page's own record."""
+    from tests.pipeline.report.headless_chromium import find_browser, headless_chromium
+
+    found = find_browser()
+    if found is None:
+        raise RuntimeError("chromium and chromedriver are needed (Debian 'chromium-driver')")
+    queue = f"/queue/ws-chromium-{uuid.uuid4().hex[:6]}"
+    with tempfile.TemporaryDirectory(prefix="stomp-lake-page-") as tmp:
+        folder = Path(tmp)
+        shutil.copyfile(PAGE, folder / "index.html")
+        shutil.copyfile(STOMPJS_BUNDLE, folder / "stomp.umd.js")
+        with _served(folder) as http_port, headless_chromium(*found, folder / "driver.log") as b:
+            query = urllib.parse.urlencode(
+                {
+                    "ws": f"ws://127.0.0.1:{broker.web_port}/ws",
+                    "login": broker.login,
+                    "passcode": broker.passcode,
+                    "destination": queue,
+                }
+            )
+            b.open(f"http://localhost:{http_port}/index.html?{query}")
+            deadline = time.monotonic() + timeout
+            done = "return window.stompRecord && window.stompRecord.done"
+            while not b.script(done):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the page never finished: {b.console()}")
+                time.sleep(0.2)
+            record: dict[str, Any] = b.script("return window.stompRecord")
+    record.pop("done", None)
+    record.update(destination=queue, page_origin=f"http://localhost:{http_port}")
     return record
 
 
@@ -403,6 +474,54 @@ def nul_lf_cuts(pcap: Path, server_port: int) -> int:
 
 # ---- captures ----------------------------------------------------------------------------------
 
+PROXY_LISTENING = re.compile(r"listening on (\S+):(\d+) -> upstream")
+
+
+@contextlib.contextmanager
+def stomp_capture(upstream_port: int, out: Path) -> Iterator[int]:
+    """`stomp-capture` (capture/) listening on a free port in front of 127.0.0.1:upstream_port,
+    writing pcapng files into `out`; yields the port clients connect to, stops it with SIGTERM
+    (which closes the capture files) when the block exits."""
+    argv = [sys.executable, "-m", "capture", "--listen", "127.0.0.1:0"]
+    argv += ["--upstream", f"127.0.0.1:{upstream_port}", "--out", str(out)]
+    argv += ["--stats-interval", "0", "--prefix", "web-stomp"]
+    process = subprocess.Popen(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    lines: list[str] = []
+    try:
+        while (line := process.stderr.readline()) and not PROXY_LISTENING.search(line):
+            lines.append(line)
+        match = PROXY_LISTENING.search(line)
+        if match is None:
+            raise RuntimeError("stomp-capture did not start:\n" + "".join(lines))
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        yield int(match[2])
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        if process.wait(timeout=30) != 0:
+            raise RuntimeError(f"stomp-capture exited with {process.returncode}")
+
+
+def capture_through_proxy(name: str, out: Path, broker: WebBroker) -> dict[str, Any]:
+    """The web-stomp clients through stomp-capture; the proxy's pcapng is the capture."""
+    with tempfile.TemporaryDirectory(prefix="stomp-lake-proxy-") as tmp:
+        with stomp_capture(broker.web_port, Path(tmp)) as port:
+            via = dataclasses.replace(broker, web_port=port)
+            records = [stomppy_ws(via), stompjs(via, deflate=True), stompjs(via, deflate=False)]
+        [written] = sorted(Path(tmp).glob("*.pcapng"))
+        shutil.copyfile(written, out / f"{name}.pcapng")
+    record = {
+        "capture": f"{name}.pcapng",
+        "port": broker.web_port,
+        "proxy_port": port,
+        "broker": "RabbitMQ 3.10.8 (Debian rabbitmq-server, rabbitmq_web_stomp)",
+        "made_by": "stomp-capture (capture/) between the clients and web-stomp",
+        "connections": records,
+    }
+    (out / f"{name}.record.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
 
 def capture(name: str, out: Path, port: int, scenarios: list[Any]) -> dict[str, Any]:
     pcap = out / f"{name}.pcap"
@@ -423,7 +542,11 @@ def capture(name: str, out: Path, port: int, scenarios: list[Any]) -> dict[str, 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--only", nargs="*", default=["web-stomp", "web-mqtt", "back-pressure"])
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=["web-stomp", "web-mqtt", "back-pressure", "web-stomp-chromium", "web-stomp-proxy"],
+    )
     parser.add_argument("--attempts", type=int, default=8, help="nul-lf-split captures at most")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -445,6 +568,11 @@ def main(argv: list[str] | None = None) -> None:
             capture("web-mqtt", args.out, b.mqtt_port, [lambda: mqtt_upgrade(b)])
         if "back-pressure" in args.only:
             capture("back-pressure", args.out, b.stomp_port, [lambda: back_pressure(b)])
+        if "web-stomp-chromium" in args.only:
+            chromium = [lambda: stompjs_chromium(b)]
+            capture("rabbitmq-web-stomp-chromium", args.out, b.web_port, chromium)
+        if "web-stomp-proxy" in args.only:
+            capture_through_proxy("rabbitmq-web-stomp-proxy", args.out, b)
         if "nul-lf-split" in args.only:
             for attempt in range(1, args.attempts + 1):
                 record = capture("nul-lf-split", args.out, b.stomp_port, [lambda: nul_lf_split(b)])
