@@ -43,8 +43,6 @@ STATE_KIND = "_state"
 FILE_KIND = "_file"
 COUNTERS_KIND = "_counters"
 OUTPUT_BATCH_ROWS = 20_000
-# Bytes of one Arrow batch of pieces into the pass (Spark's default has no byte limit).
-INPUT_BATCH_BYTES = 64 << 20
 _PACKET_FIELDS = (
     "ts_ns",
     "payload_offset",
@@ -320,8 +318,6 @@ def flow_pass(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    spark = packets.sparkSession
-    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(INPUT_BATCH_BYTES))
     stream = packets.where(F.col("record_type") == "piece").select(
         "record_type", "flow_key", "file_id", "ts_ns", "record_offset", "packets"
     )

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "2g"
+ARROW_BATCH_BYTES = 64 << 20  # one Arrow batch into the Python passes (pieces are large cells)
 WORK_VARIABLE = "STOMP_LAKE_WORK"
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVELS = ("error", "warn", "info")  # Spark's level by verbosity 0, 1, 2
@@ -44,7 +45,10 @@ class SparkSettings:
     conf: Mapping[str, str] = field(default_factory=dict)
     verbosity: int = 0  # -1 quiet, 0 default, 1-2 verbose
 
-    def start(self, app_name: str = "stomp-lake") -> SparkSession:
+    ARROW_BATCH_BYTES = 64 << 20
+
+
+def start(self, app_name: str = "stomp-lake") -> SparkSession:
         return build_spark(
             self.master,
             app_name,
@@ -91,6 +95,8 @@ def base_conf(
         "spark.driver.memory": driver_memory,
         "spark.sql.shuffle.partitions": "8",
         "spark.python.worker.reuse": "true",
+        # Spark's default has no byte limit
+        "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES),
     }
     if master.startswith("local"):
         conf["spark.driver.host"] = "127.0.0.1"
