@@ -66,15 +66,23 @@ class Inflater:
         if self._window_lost:
             raise InflateError("compression window lost when the connection was carried over")
         self._used = True
-        pieces = []
+        inflate = self._zlib
         try:
+            out = inflate.decompress(data, MAX_PIECE)  # a message's whole output, mostly
+            self._message_bytes += len(out)
+            if self._message_bytes > MAX_MESSAGE:
+                raise InflateError(f"message inflates beyond {MAX_MESSAGE} bytes")
+            if not inflate.unconsumed_tail:
+                return out
+            pieces = [out]
+            data = inflate.unconsumed_tail
             while data:
-                piece = self._zlib.decompress(data, MAX_PIECE)
+                piece = inflate.decompress(data, MAX_PIECE)
                 self._message_bytes += len(piece)
                 if self._message_bytes > MAX_MESSAGE:
                     raise InflateError(f"message inflates beyond {MAX_MESSAGE} bytes")
                 pieces.append(piece)
-                data = self._zlib.unconsumed_tail
+                data = inflate.unconsumed_tail
         except zlib.error as error:
             raise InflateError(str(error)) from None
         return b"".join(pieces)

@@ -130,6 +130,10 @@ class Deframer:
         while position < size and not self.stopped:
             frame = self._frame
             if frame is None:
+                if not self._head and self._message is None and not self.closed:
+                    position = self._whole_messages(data, position, size)
+                    if position == size or self._frame is not None:
+                        continue
                 position = self._read_header(data, position)
                 continue
             remaining = frame.length - frame.done
@@ -181,6 +185,86 @@ class Deframer:
         return out
 
     # ---- frames --------------------------------------------------------------------------------
+
+    def _whole_messages(self, data: bytes, position: int, size: int) -> int:
+        """The common case in one loop: frames that are whole messages (FIN, text or binary,
+        RSV1 only with permessage-deflate, masked as the side must, minimal length) and lie in
+        ``data`` whole, with no message open. Returns where it stopped: at the first frame that
+        is anything else, which the general path (``_read_header`` on) takes, or at the payload
+        of a frame that goes on in later data, with the frame started as that path would."""
+        masked_bit = 0x80 if self.from_client else 0
+        inflater = self.inflater
+        deflate = inflater is not None
+        pending = self._pending
+        base = self.tcp_offset
+        while size - position >= 2:
+            first, second = data[position], data[position + 1]
+            compressed = first & 0x40
+            if (first & 0xBF) not in (0x81, 0x82) or (compressed and not deflate):
+                break
+            if second & 0x80 != masked_bit:
+                break
+            short = second & 0x7F
+            if short < 126:
+                length, at = short, position + 2
+            elif short == 126:
+                if size - position < 4:
+                    break
+                length, at = (data[position + 2] << 8) | data[position + 3], position + 4
+                if length < 126:
+                    break
+            else:
+                if size - position < 10:
+                    break
+                length = int.from_bytes(data[position + 2 : position + 10], "big")
+                at = position + 10
+                if length >> 63 or length < 65536:
+                    break
+            end = at + length + (4 if masked_bit else 0)
+            if end > size:
+                body = at + 4 if masked_bit else at
+                if body <= size:  # the header is here: the payload goes on in later data
+                    key = data[at:body] if masked_bit else None
+                    self._frame = _Frame(first & 0x0F, True, key, length, base + position)
+                    self._open_message(first & 0x0F, compressed=bool(compressed))
+                    position = body
+                break
+            start = base + position
+            if masked_bit:
+                payload = unmask(data[at + 4 : end], data[at : at + 4], 0) if length else b""
+            else:
+                payload = data[at:end]
+            position = end
+            self._compressed = bool(compressed)
+            if compressed:
+                if inflater is None or self._inflate_broken:
+                    payload = self._inflate(payload, start, True)
+                else:  # _inflate's first branch, inline
+                    try:
+                        payload = inflater.end_message(payload)
+                    except InflateError as error:
+                        payload = b""
+                        self._inflate_failed(error, start)
+                        if inflater.no_context_takeover:
+                            inflater.reset()
+                            self._inflate_broken = False
+            if first & 0x0F == TEXT and payload and not payload.isascii():
+                self._check_utf8(payload, start, final=False)
+                if self._utf8 is not None:
+                    self._check_utf8(b"", start, final=True)
+                self._utf8 = None
+            if not payload:
+                self._first_piece = True
+                continue
+            offset = self.stomp_offset
+            if payload.strip(b"\r\n"):
+                pending.append((offset, start, payload))
+            else:  # a message of EOLs only: a heart-beat, on its own
+                self._flush()
+                self._out.append(StompData(self.direction, self._ts, offset, start, payload, True))
+            self.stomp_offset = offset + len(payload)
+            self._first_piece = False
+        return position
 
     def _read_header(self, data: bytes, position: int) -> int:
         head = self._head
@@ -311,13 +395,15 @@ class Deframer:
                 else:
                     out = inflater.feed(piece) if piece else b""
             except InflateError as error:
-                self._violation(v.INFLATE_FAILED, start, str(error))
-                self._inflate_broken = True
-                out = b""
+                self._inflate_failed(error, start)
         if ends_message and self._inflate_broken and inflater.no_context_takeover:
             inflater.reset()  # the next message starts a fresh stream: only this one is lost
             self._inflate_broken = False
         return out
+
+    def _inflate_failed(self, error: InflateError, start: int) -> None:
+        self._violation(v.INFLATE_FAILED, start, str(error))
+        self._inflate_broken = True
 
     def _check_utf8(self, piece: bytes, start: int, *, final: bool) -> None:
         """Text messages must be UTF-8; an ASCII-only message never builds a decoder."""
@@ -386,13 +472,17 @@ class Deframer:
         if len(pending) == 1:
             event = StompData(self.direction, self._ts, stomp_offset, tcp_offset, data, False)
         else:
-            frames: list[tuple[int, int]] = []
-            for start, tcp, _ in pending:
-                if tcp != (frames[-1][1] if frames else tcp_offset):
-                    frames.append((start, tcp))
-            joined = b"".join(piece for _, _, piece in pending)
+            # each piece a frame of its own but for a frame's pieces split by a flush
+            frames = tuple(
+                [
+                    (start, tcp)
+                    for (start, tcp, _), (_, before, _) in zip(pending[1:], pending, strict=False)
+                    if tcp != before
+                ]
+            )
+            joined = b"".join([piece for _, _, piece in pending])
             event = StompData(
-                self.direction, self._ts, stomp_offset, tcp_offset, joined, False, tuple(frames)
+                self.direction, self._ts, stomp_offset, tcp_offset, joined, False, frames
             )
         self._out.append(event)
         pending.clear()

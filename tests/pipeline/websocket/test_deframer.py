@@ -245,3 +245,70 @@ def test_a_pickled_deframer_goes_on_and_says_when_the_window_was_lost(takeover: 
         assert _kinds(events) == [v.INFLATE_FAILED] and _stomp(events) == STOMP
     else:
         assert _kinds(events) == [] and _stomp(events) == STOMP * 2
+
+
+class _GeneralPathOnly(Deframer):
+    """The de-framer without its whole-message loop: every frame through the general path."""
+
+    __slots__ = ()
+
+    def _whole_messages(self, data: bytes, position: int, size: int) -> int:
+        return position
+
+
+def _events_of(deframer_type: type[Deframer], data: bytes) -> list:
+    from fuzz.fuzz_websocket import Options, pieces
+
+    options = Options(data)
+    deframer = deframer_type(
+        options.direction, from_client=options.from_client, deflate=options.deflate, tcp_offset=9
+    )
+    events: list = []
+    for n, (chunk, gap) in enumerate(pieces(data[2:], options)):
+        events += deframer.feed(chunk, n)
+        if gap:
+            events += deframer.feed_gap(gap, n)
+    return events + deframer.feed_eof(-1)
+
+
+def test_the_whole_message_loop_gives_the_general_paths_events() -> None:
+    """Same events, field for field (times, offsets, frames lists, violations), for the fuzz
+    target's inputs: real captures' streams damaged, structured frames of every kind, any bytes;
+    client and server side, with and without permessage-deflate, any chunking, gaps."""
+    from hypothesis import HealthCheck, given, settings
+
+    from fuzz.fuzz_websocket import strategy
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=strategy())
+    def check(data: bytes) -> None:
+        assert _events_of(Deframer, data) == _events_of(_GeneralPathOnly, data)
+
+    check()
+
+
+@pytest.mark.parametrize("deflate", [None, Deflate(False, False), Deflate(True, True)])
+@pytest.mark.parametrize("step", [0, 1, 5, 64, 1460])
+def test_many_messages_in_any_segmentation_match_the_general_path(
+    deflate: Deflate | None, step: int
+) -> None:
+    extension = None
+    if deflate is not None:
+        _, extension, _ = deflate_extension(
+            client_no_context_takeover=deflate.client_no_context_takeover,
+            server_no_context_takeover=deflate.server_no_context_takeover,
+        )
+    client = Side(True, extension)
+    wire = b"".join(client.text(STOMP.decode() * (n % 5) + "\n" * (n % 3 == 0)) for n in range(60))
+    wire += client.binary(b"x" * 70_000) + client.text("\u00e9t\u00e9\x00\n")
+    runs = []
+    for deframer_type in (Deframer, _GeneralPathOnly):
+        deframer = deframer_type("c2s", from_client=True, deflate=deflate, tcp_offset=3)
+        pieces = [wire[i : i + step] for i in range(0, len(wire), step)] if step else [wire]
+        events = []
+        for n, piece in enumerate(pieces):
+            events += deframer.feed(piece, n)
+        runs.append(events + deframer.feed_eof(len(pieces)))
+    assert runs[0] == runs[1]
+    assert _stomp(runs[0]).count(b"\x00") == sum(n % 5 for n in range(60)) + 1
+    assert not _kinds(runs[0])
