@@ -24,6 +24,8 @@ from typing import cast
 import dpkt
 
 from pipeline.ingest import CaptureReader, TcpPacket, split_capture
+from pipeline.ingest.scan import new_scanner
+from pipeline.spark.captures import read_paths
 from tests.support import pcapgen
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -70,6 +72,12 @@ def read_dpkt(path: Path, reader_class: type) -> int:
     return count
 
 
+def capture_pass(path: Path, compiled: bool) -> int:
+    """What the capture pass does for one file: every packet read and packed into its flow's
+    piece (`pipeline.spark.captures.read_split`), with the compiled scanner or without."""
+    return sum(batch.num_rows for batch in read_paths([str(path)], compiled=compiled))
+
+
 def split_walk(path: Path) -> int:
     return len(split_capture(str(path), max(1, path.stat().st_size // 8)))
 
@@ -89,6 +97,10 @@ def run(out: Path, conversations: int, messages: int, repeat: int) -> dict[str, 
                 "ours_pcapng": lambda: read_ours(pcapng),
                 "dpkt_pcap": lambda: read_dpkt(pcap, dpkt.pcap.Reader),
                 "dpkt_pcapng": lambda: read_dpkt(pcapng, dpkt.pcapng.Reader),
+                "pieces_pcap_compiled": lambda: capture_pass(pcap, True),
+                "pieces_pcap_pure_python": lambda: capture_pass(pcap, False),
+                "pieces_pcapng_compiled": lambda: capture_pass(pcapng, True),
+                "pieces_pcapng_pure_python": lambda: capture_pass(pcapng, False),
                 "split_capture_pcap_8_ways": lambda: split_walk(pcap),
                 "split_capture_pcapng_8_ways": lambda: split_walk(pcapng),
             },
@@ -112,6 +124,18 @@ def run(out: Path, conversations: int, messages: int, repeat: int) -> dict[str, 
         )
         for fmt in ("pcap", "pcapng")
     }
+    compiled_speedup = {  # the capture pass, pure-Python time / compiled time, same round
+        fmt: round(
+            statistics.median(
+                p / c
+                for p, c in zip(
+                    times[f"pieces_{fmt}_pure_python"], times[f"pieces_{fmt}_compiled"], strict=True
+                )
+            ),
+            2,
+        )
+        for fmt in ("pcap", "pcapng")
+    }
     result = {
         "packets": packets,
         "file_bytes": sizes,
@@ -121,6 +145,8 @@ def run(out: Path, conversations: int, messages: int, repeat: int) -> dict[str, 
         "load_average_1min": round(os.getloadavg()[0], 2),
         "rows": rows,
         "speedup_vs_dpkt": speedup,
+        "compiled_scanner_built": new_scanner() is not None,
+        "capture_pass_compiled_vs_pure_python": compiled_speedup,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "capture_reader.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -144,11 +170,17 @@ def markdown(result: dict[str, object]) -> str:
     for name, row in rows.items():
         lines.append(f"| {name} | {row['seconds']} | {row['us_per_packet']} | {row['mb_per_s']} |")
     speedup = result["speedup_vs_dpkt"]
+    compiled = cast(dict[str, float], result["capture_pass_compiled_vs_pure_python"])
     lines += [
         "",
         "Speed-up over dpkt's per-layer decode (median of per-round ratios): "
         f"pcap {speedup['pcap']}x, "  # type: ignore[index]
         f"pcapng {speedup['pcapng']}x.",  # type: ignore[index]
+        "",
+        "The capture pass (`pieces_*`: every packet read and packed into its flow's piece, as "
+        "a Spark task of `stomp-lake run` does), compiled scanner (`pipeline/ingest/_scan.pyx`) "
+        "vs the pure-Python reader (STOMP_LAKE_PURE_PYTHON=1), median of per-round ratios: "
+        f"pcap {compiled['pcap']}x, pcapng {compiled['pcapng']}x.",
         "",
         "`ours_*` yield a TcpPacket per segment (payload left in the file); "
         "`*_with_payload_bytes` also copies each payload out of the mapped file; "
