@@ -1,25 +1,42 @@
 """The WebSocket path against the TCP path: the same STOMP traffic (a broker's MESSAGEs and a
-client's ACKs) through the session model directly, and through the WebSocket transport first,
-without and with permessage-deflate. Prints seconds and MB/s per STOMP byte, best of N.
+client's ACKs, in 1460-byte TCP segments, the two directions alternating) through the session
+model directly, and through the WebSocket transport first, without and with permessage-deflate.
 
-    .venv/bin/python benchmarks/bench_websocket.py [--messages 20000] [--repeat 3]
+The three paths take turns within each round, so that load from other work on the machine hits
+them alike; each WebSocket round is divided by the TCP time of the same round (its cost per
+STOMP byte against TCP's). Writes the figures, median and spread over the rounds, to
+benchmarks/results/websocket.md and .json (or to --out).
+
+    .venv/bin/python benchmarks/bench_websocket.py [--messages 20000] [--repeat 9] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
+import platform
+import statistics
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
+from typing import Any
 
-from wsproto.extensions import Extension, PerMessageDeflate
-from wsproto.frame_protocol import FrameProtocol
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.session import Endpoint, SessionModel
-from pipeline.stomp import encode_frame
-from pipeline.websocket import Transport, apply
+from wsproto.extensions import Extension, PerMessageDeflate  # noqa: E402
+from wsproto.frame_protocol import FrameProtocol  # noqa: E402
 
+from pipeline.session import Endpoint, SessionModel  # noqa: E402
+from pipeline.stomp import encode_frame, speedups  # noqa: E402
+from pipeline.websocket import Transport, apply  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET_COST_VS_TCP = 1.5
 SEGMENT = 1460
 REQUEST = (
     b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -89,55 +106,163 @@ def _model() -> SessionModel:
     return SessionModel("b", Endpoint("10.0.0.1", 1), Endpoint("10.0.0.2", 2))
 
 
-def tcp_path(script: list[tuple[str, int, bytes]]) -> None:
-    model = _model()
+def tcp_path(script: list[tuple[str, int, bytes]]) -> int:
+    """Frames the model saw, fed the STOMP bytes as they are."""
+    model, frames = _model(), 0
     for n, (direction, offset, data) in enumerate(script):
         model.on_data(direction, n, offset, data)
         if n % 64 == 0:
-            model.drain()
+            frames += len(model.drain()["frames"])
     model.finish(len(script))
+    return frames + len(model.drain()["frames"])
 
 
-def websocket_path(script: list[tuple[str, int, bytes]]) -> None:
-    model, transport = _model(), Transport()
+def websocket_path(script: list[tuple[str, int, bytes]]) -> int:
+    """Frames the model saw, fed through the WebSocket transport."""
+    model, transport, frames = _model(), Transport(), 0
     for n, (direction, offset, data) in enumerate(script):
         apply(model, transport.receive(direction, n, offset, data))
         if n % 64 == 0:
-            model.drain()
+            frames += len(model.drain()["frames"])
     model.finish(len(script))
+    return frames + len(model.drain()["frames"])
 
 
-def best(run: Callable[[], None], repeat: int) -> float:
-    times = []
+PATHS = ("tcp", "ws", "ws_deflate")
+
+
+def measure(runs: dict[str, Callable[[], int]], repeat: int) -> dict[str, list[float]]:
+    """CPU seconds of each run per round; the runs take turns within a round."""
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    frames: dict[str, int] = {}
     for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        for name, run in runs.items():
+            gc.collect()
+            started = time.process_time()
+            frames[name] = run()
+            seconds[name].append(time.process_time() - started)
+    if len(set(frames.values())) != 1:
+        raise SystemExit(f"the paths saw different frame counts: {frames}")
+    return seconds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def spread(values: list[float], digits: int) -> dict[str, Any]:
+    return {
+        "median": round(statistics.median(values), digits),
+        "min": round(min(values), digits),
+        "max": round(max(values), digits),
+        "rounds": [round(value, digits) for value in values],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--repeat", type=int, default=9, help="rounds; each runs every path")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for websocket.md/.json")
+    args = parser.parse_args(argv)
     c2s, s2c = traffic(args.messages)
     stomp_bytes = sum(map(len, c2s)) + sum(map(len, s2c))
-    tcp_script = interleave(b"".join(c2s), b"".join(s2c))
-    tcp = best(lambda: tcp_path(tcp_script), args.repeat)
-    result = {"stomp_mb": round(stomp_bytes / 1e6, 2), "tcp_s": round(tcp, 3)}
-    result["tcp_mb_s"] = round(stomp_bytes / 1e6 / tcp, 1)
-    for deflate in (False, True):
-        ws_script = interleave(*websocket_streams(c2s, s2c, deflate))
-        wire = sum(len(d) for _, _, d in ws_script)
-        seconds = best(partial(websocket_path, ws_script), args.repeat)
-        name = "ws_deflate" if deflate else "ws"
-        result[f"{name}_wire_mb"] = round(wire / 1e6, 2)
-        result[f"{name}_s"] = round(seconds, 3)
-        result[f"{name}_mb_s"] = round(stomp_bytes / 1e6 / seconds, 1)
-        result[f"{name}_cost_vs_tcp"] = round(seconds / tcp, 2)
-    print(json.dumps(result))
+    scripts = {
+        "tcp": interleave(b"".join(c2s), b"".join(s2c)),
+        "ws": interleave(*websocket_streams(c2s, s2c, deflate=False)),
+        "ws_deflate": interleave(*websocket_streams(c2s, s2c, deflate=True)),
+    }
+    runs: dict[str, Callable[[], int]] = {
+        "tcp": partial(tcp_path, scripts["tcp"]),
+        "ws": partial(websocket_path, scripts["ws"]),
+        "ws_deflate": partial(websocket_path, scripts["ws_deflate"]),
+    }
+    load_before = os.getloadavg()[0]
+    seconds = measure(runs, args.repeat)
+    load_after = os.getloadavg()[0]
+    frames = tcp_path(scripts["tcp"])
+    paths = {}
+    for name in PATHS:
+        median = statistics.median(seconds[name])
+        paths[name] = {
+            "wire_bytes": sum(len(data) for _, _, data in scripts[name]),
+            "segments": len(scripts[name]),
+            "seconds": spread(seconds[name], 4),
+            "stomp_mb_per_s_median": round(stomp_bytes / 1e6 / median, 2),
+        }
+    cost = {
+        name: spread([w / t for w, t in zip(seconds[name], seconds["tcp"], strict=True)], 3)
+        for name in ("ws", "ws_deflate")
+    }
+    report = {
+        "messages": args.messages,
+        "frames": frames,
+        "stomp_bytes": stomp_bytes,
+        "segment_bytes": SEGMENT,
+        "repeat": args.repeat,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "stomp_decoder_compiled": speedups.compiled is not None,
+        "load_average_1min": {"start": round(load_before, 2), "end": round(load_after, 2)},
+        "paths": paths,
+        "cost_vs_tcp": cost,
+        "target_cost_vs_tcp": TARGET_COST_VS_TCP,
+        "within_target": all(c["max"] <= TARGET_COST_VS_TCP for c in cost.values()),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "websocket.json").write_text(json.dumps(report, indent=2) + "\n")
+    (args.out / "websocket.md").write_text(_markdown(report))
+    print(_markdown(report))
+    return 0
+
+
+LABELS = {
+    "tcp": "TCP (baseline)",
+    "ws": "WebSocket",
+    "ws_deflate": "WebSocket + permessage-deflate",
+}
+
+
+def _markdown(report: dict[str, Any]) -> str:
+    load = report["load_average_1min"]
+    lines = [
+        "# STOMP over WebSocket against STOMP over TCP",
+        "",
+        f"{report['stomp_bytes'] / 1e6:.2f} MB of STOMP ({report['messages']} MESSAGEs with "
+        f"~340-byte JSON bodies and as many ACKs, {report['frames']} frames) through the "
+        "session model: as TCP segments of "
+        f"{report['segment_bytes']} bytes, and as WebSocket frames (one message per STOMP "
+        "frame, client frames masked) in segments of the same size, without and with "
+        "permessage-deflate (context takeover). One core, CPU time, "
+        f"{report['repeat']} rounds in which the three paths take turns; each WebSocket round "
+        "is divided by the TCP round it ran with. Python "
+        f"{report['python']} ({report['machine']}, {report['cpus']} CPUs, compiled STOMP "
+        f"decoder {'on' if report['stomp_decoder_compiled'] else 'off'}, 1-minute load average "
+        f"{load['start']} at start and {load['end']} at end). Produced by "
+        "`benchmarks/bench_websocket.py`.",
+        "",
+        "| path | wire MB | segments | s median (min-max) | STOMP MB/s | cost vs TCP median "
+        "(min-max) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name in PATHS:
+        path = report["paths"][name]
+        s = path["seconds"]
+        ratio = "1.00"
+        if name in report["cost_vs_tcp"]:
+            c = report["cost_vs_tcp"][name]
+            ratio = f"{c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})"
+        lines.append(
+            f"| {LABELS[name]} | {path['wire_bytes'] / 1e6:.2f} | {path['segments']:,} "
+            f"| {s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f}) "
+            f"| {path['stomp_mb_per_s_median']:.1f} | {ratio} |"
+        )
+    verdict = "met" if report["within_target"] else "NOT met"
+    lines += [
+        "",
+        f"Target: at most {report['target_cost_vs_tcp']}x the TCP cost per STOMP byte in every "
+        f"round: {verdict}.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
