@@ -124,12 +124,12 @@ class RunProgress:
             self._rich.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
         with self._lock:
-            self._end_stage()
+            self._end_stage(failed=exc_type is not None)
         if self._rich is not None:
             self._rich.stop()
 
@@ -172,18 +172,23 @@ class RunProgress:
             return
         self._task = self._rich.add_task(message, total=None, figures="", jobs="")
 
-    def _end_stage(self) -> None:
-        """The stage's final figures: ticked off on a terminal, a line of its own in a log."""
+    def _end_stage(self, failed: bool = False) -> None:
+        """The stage's final figures: ticked off on a terminal (left unticked when the run
+        failed in it), a line of its own in a log."""
         if self._stage is None:
             return
         figures = self._figures()
         if self._rich is not None and self._task is not None:
-            task = self._rich.tasks[self._task]
-            total = task.total or task.completed or 1
-            self._rich.update(self._task, total=total, completed=total, figures=figures)
+            if failed:
+                self._rich.update(self._task, figures=figures)
+            else:
+                task = self._rich.tasks[self._task]
+                total = task.total or task.completed or 1
+                self._rich.update(self._task, total=total, completed=total, figures=figures)
         elif figures:
             elapsed = time.monotonic() - self._stage_started
-            self._line(f"  {self._label()} done: {figures}, {elapsed:.0f} s")
+            how = "stopped" if failed else "done"
+            self._line(f"  {self._label()} {how}: {figures}, {elapsed:.0f} s")
         self._stage = None
         self._describe = None
 

@@ -113,6 +113,15 @@ def test_in_a_log_a_stage_ends_with_a_line_of_its_final_figures() -> None:
     ]
 
 
+def test_in_a_log_a_stage_the_run_failed_in_is_stopped_not_done() -> None:
+    log = io.StringIO()
+    with pytest.raises(RuntimeError), RunProgress(0, log, live=False) as progress:
+        progress("stage 3/4: validating")
+        progress.figures(lambda: "9/13 suites")
+        raise RuntimeError("a suite failed")
+    assert log.getvalue().splitlines()[-1] == f"{PREFIX}  stage 3/4 stopped: 9/13 suites, 0 s"
+
+
 def _spark_gone() -> str:
     raise ConnectionError("the accumulator server went away")
 
