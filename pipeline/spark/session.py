@@ -45,10 +45,7 @@ class SparkSettings:
     conf: Mapping[str, str] = field(default_factory=dict)
     verbosity: int = 0  # -1 quiet, 0 default, 1-2 verbose
 
-    ARROW_BATCH_BYTES = 64 << 20
-
-
-def start(self, app_name: str = "stomp-lake") -> SparkSession:
+    def start(self, app_name: str = "stomp-lake") -> SparkSession:
         return build_spark(
             self.master,
             app_name,
