@@ -7,8 +7,9 @@ generated once by benchmarks/traffic.py under work/bench/ (gitignored) and reuse
 
 Cases, each a child process whose whole tree is sampled (benchmarks/measure.py):
 - ours: a local[*] SparkSession runs `packets_frame` (persisted, counted) then `flow_pass`
-  (connection tracking, TCP reassembly, STOMP decoding and the session model; every output row
-  counted by kind), as `stomp-lake run` does before its tables; Spark start-up is timed apart.
+  (connection tracking, TCP reassembly, STOMP decoding and the session model; its tasks write
+  the table rows as Parquet into a scratch folder, rows counted per table), as `stomp-lake run`
+  does before its tables; Spark start-up is timed apart.
 - tshark conv,tcp: `tshark -q -z conv,tcp -r FILE` for each file (tshark reads one file at a
   time), one process at a time and CPU-count processes at a time. It dissects every packet and
   tracks TCP conversations; it neither reassembles streams nor decodes STOMP.
@@ -55,14 +56,18 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    import schemas
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import RunnerConfig, flow_pass
     from pipeline.spark.session import build_spark
+    from pipeline.spark.summary import flow_output
 
     spark = build_spark("local[*]", app_name="bench-ingest")
     timings = {"spark_start": time.perf_counter() - started}
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
-    config = RunnerConfig(tuple(paths), close_open=True)
+    staging = Path(paths[0]).parent / "ingest-tables"  # beside the capture, removed after
+    folders = tuple((table, str(staging / table)) for table in schemas.TABLES)
+    config = RunnerConfig(tuple(paths), close_open=True, table_dirs=folders, batch_id="bench")
     cpu_by_phase: dict[str, object] = {}
     out: dict[str, object] = {"timings": timings, "cpu": cpu_by_phase}
     for rep in ("", "warm_"):
@@ -79,13 +84,15 @@ def ours_child(paths: list[str]) -> dict[str, object]:
         timings[f"{rep}packets_frame"] = time.perf_counter() - mark
         now = cpu_seconds_by_command(os.getpid())
         cpu_by_phase[f"{rep}packets_frame"], cpu = cpu_used(cpu, now), now
+        shutil.rmtree(staging, ignore_errors=True)
         mark = time.perf_counter()
-        tagged = flow_pass(packets, None, config, partitions)
-        kinds = {r["kind"]: r["count"] for r in tagged.groupBy("kind").count().collect()}
+        _written, counts = flow_output(flow_pass(packets, None, config, partitions))
         timings[f"{rep}flow_pass"] = time.perf_counter() - mark
         cpu_by_phase[f"{rep}flow_pass"] = cpu_used(cpu, cpu_seconds_by_command(os.getpid()))
         packets.unpersist()
-        out["packet_rows"], out["output_rows"] = rows, kinds
+        out["packet_rows"] = rows
+        out["output_rows"] = {table: counts[table] for table in schemas.TABLES}
+    shutil.rmtree(staging, ignore_errors=True)
     spark.stop()
     return out
 

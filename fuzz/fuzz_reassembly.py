@@ -28,8 +28,9 @@ from fuzz.offline import assert_passcodes_masked
 from fuzz.seeds import PASSCODE, stomp_streams
 from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
 from pipeline.reassembly import Closed, Conflict, ConnectionTracker, Data, Gap, Opened, Segment
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig, _to_batch, output_schema
+from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.pieces import PieceBuilder
+from pipeline.spark.table_files import row_batch
 
 RECORD = struct.Struct("!BHBBB")
 CLIENT = ("127.0.0.1", 40001)
@@ -143,17 +144,16 @@ def run_flows(
     for piece in builder.pieces():
         runner.feed_piece(piece)
     runner.close()
-    schema = output_schema()
     tables: dict[str, list[dict]] = {}
     states: list[dict] = []
     for kind, produced, keys in runner.drain():
-        _to_batch(schema, kind, produced, keys)  # raises where Spark's Arrow step would
         if kind == STATE_KIND:
             states += [
                 {"record_type": "state", "flow_key": k, "state": r["state"]}
                 for r, k in zip(produced, keys, strict=True)
             ]
         else:
+            row_batch(kind, produced)  # raises where the pass's Parquet writer would
             tables.setdefault(kind, []).extend(produced)
     return tables, states
 

@@ -2,9 +2,10 @@
 
 Mirrors what `pipeline.spark` does around the pure-Python parts: every split of every file is
 read into flow pieces with `read_split` (the exact Arrow batches of phase 1), pieces are
-sorted as `flow_pass` sorts them, fed to a `FlowRunner`, and its output is turned into Arrow
-batches with the exact schema `flow_pass` declares. A value Spark could not take (an integer
-past int64, a date out of range, a null in a non-null column) fails here as it would there.
+sorted as `flow_pass` sorts them, fed to a `FlowRunner`, and its table rows are converted to
+Arrow as the pass's Parquet writer converts them (`table_files.row_batch`). A value the writer
+could not take (an integer past int64, a date out of range, a null in a non-null column) fails
+here as it would there.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import schemas
 from pipeline.ingest import split_capture
 from pipeline.session import ModelOptions
 from pipeline.spark.captures import read_split
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig, _to_batch, output_schema
+from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.table_files import row_batch
 
 CAPTURE_TABLE = "anomalies"
 _UNMASKED = re.compile(r"(?i)passcode\s*[:=]\s*(?!\*\*\*)[^\s,;]")
@@ -67,29 +69,26 @@ def run_offline(
     piece_rows.sort(key=_sort_key)
     config = RunnerConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
     runner = FlowRunner(config)
-    schema = output_schema()
     tables: dict[str, list[dict]] = {name: [] for name in schemas.TABLES}
     if piece_rows:
         runner.feed_batch(pa.RecordBatch.from_pylist(piece_rows))
     runner.close()
-    for kind, rows, keys in runner.drain():
-        batch = _to_batch(schema, kind, rows, keys)  # raises where Spark's Arrow step would
+    for kind, rows, _keys in runner.drain():
         if kind == STATE_KIND:
-            result.carried += batch.num_rows
+            result.carried += len(rows)
             continue
-        column = batch.column(schema.get_field_index(kind))
-        _check_not_null(kind, column)
+        _check_not_null(kind, row_batch(kind, rows))  # raises where the writer would
         tables[kind].extend(rows)
     result.tables = tables
     return result
 
 
-def _check_not_null(table: str, column: pa.Array) -> None:
+def _check_not_null(table: str, batch: pa.RecordBatch) -> None:
     """Non-nullable columns of the table schema hold no nulls (the writer would refuse them)."""
     for spec in schemas.load(table).columns:
         if spec.nullable or spec.name in ("batch_id",):
             continue
-        values = column.field(spec.name)
+        values = batch.column(spec.name)
         assert values.null_count == 0, f"{table}.{spec.name} has {values.null_count} nulls"
 
 

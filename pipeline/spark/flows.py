@@ -4,18 +4,17 @@ driven through its connection driver (`pipeline.driver`).
 The pass is a single `mapInArrow` over partitions sorted by (flow, first packet of the piece):
 one flow's pieces arrive together and in order, so memory holds the pieces of one flow that
 overlap in time and one connection's reassembly and decoder state, never the connection's bytes.
-In a run, each task writes the table rows it makes as Parquet itself (`table_files`: rows never
-cross into the JVM) and outputs only a row per file it wrote (`_file`) and one of counters
-(`_counters`); without staging folders (tests, fuzzing) table rows come out as rows tagged with
-the table name in that table's struct column, which `split_tables` turns into one DataFrame per
-table. State of connections still open travels in the same stream, tagged `_state`.
+Each task writes the table rows it makes as Parquet itself, into the batch's staging folders
+(`table_files`: rows never cross into the JVM), and outputs only a row per file it wrote
+(`_file`), one of counters (`_counters`) and one per connection still open (`_state`, its
+carried state).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as default
 from typing import TYPE_CHECKING
@@ -32,7 +31,7 @@ from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack
-from pipeline.spark.table_files import TableFileWriter, WrittenFile, row_struct
+from pipeline.spark.table_files import TableFileWriter, WrittenFile
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -65,8 +64,8 @@ class RunnerConfig:
     options: ModelOptions = default(default_factory=ModelOptions)
     broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
     close_open: bool = False
-    # (table, staging folder) pairs: the pass writes table rows there as Parquet itself and
-    # outputs only file, counter and state rows; empty: table rows are output as tagged rows
+    # (table, staging folder) pairs, one for every table: the flow pass writes table rows there
+    # as Parquet itself. Required by the pass; a `FlowRunner` alone does not use them.
     table_dirs: tuple[tuple[str, str], ...] = ()
     batch_id: str = ""
 
@@ -74,9 +73,18 @@ class RunnerConfig:
     def driver(self) -> DriverConfig:
         return DriverConfig(self.options, self.broker_ports, self.close_open)
 
+    def table_folders(self) -> dict[str, str]:
+        """Every table's staging folder; raises when one is missing (the pass needs them)."""
+        folders = dict(self.table_dirs)
+        missing = [table for table in schemas.TABLES if table not in folders]
+        if missing:
+            raise ValueError(f"the flow pass needs a staging folder for {', '.join(missing)}")
+        return folders
+
 
 class FlowRunner:
-    """Feed piece rows (and carried state rows) sorted by flow; drain tagged table rows."""
+    """Feed piece rows (and carried state rows) sorted by flow; drain table rows and the
+    state of connections still open, by table (or `STATE_KIND`), with their flow keys."""
 
     def __init__(self, config: RunnerConfig) -> None:
         self.config = config
@@ -199,36 +207,14 @@ class FlowRunner:
 
 def output_schema() -> pa.Schema:
     fields = [pa.field("kind", pa.string()), pa.field("flow_key", pa.string())]
-    fields += [pa.field(table, row_struct(table)) for table in schemas.TABLES]
-    fields += [pa.field("state", pa.binary())]
-    # on a state row: the session still open, whose rows may precede its `sessions` row
-    fields += [pa.field("open_session_id", pa.string())]
+    # on a state row: a connection still open, pickled, and its session, whose rows may
+    # precede its `sessions` row
+    fields += [pa.field("state", pa.binary()), pa.field("open_session_id", pa.string())]
     # on a file row: a Parquet file the pass wrote (table, path in its staging folder, rows);
     # on a counters row: what the task saw go into the tables, as JSON
     fields += [pa.field("table", pa.string()), pa.field("path", pa.string())]
     fields += [pa.field("rows", pa.int64()), pa.field("counters", pa.string())]
     return pa.schema(fields)
-
-
-def _to_batch(
-    schema: pa.Schema, kind: str, rows: list[dict], flow_keys: list[str | None]
-) -> pa.RecordBatch:
-    n = len(rows)
-    arrays = []
-    for field in schema:
-        if field.name == "kind":
-            arrays.append(pa.array([kind] * n, pa.string()))
-        elif field.name == "flow_key":
-            arrays.append(pa.array(flow_keys, pa.string()))
-        elif field.name == kind:
-            arrays.append(pa.array(rows, field.type))
-        elif field.name == "state" and kind == STATE_KIND:
-            arrays.append(pa.array([r["state"] for r in rows], pa.binary()))
-        elif field.name == "open_session_id" and kind == STATE_KIND:
-            arrays.append(pa.array([r["session_id"] for r in rows], pa.string()))
-        else:
-            arrays.append(pa.nulls(n, field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def run_partition(
@@ -237,18 +223,16 @@ def run_partition(
     task_counters: TaskCounters | None = None,
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
+    writer = TableFileWriter(config.table_folders(), config.batch_id)
     runner = FlowRunner(config)
-    writer = (
-        TableFileWriter(dict(config.table_dirs), config.batch_id) if config.table_dirs else None
-    )
     counters = RunCounters()
 
     def flush() -> Iterator[pa.RecordBatch]:
         for kind, rows, keys in runner.drain():
             if not rows:
                 continue
-            if writer is None or kind == STATE_KIND:
-                yield _to_batch(schema, kind, rows, keys)
+            if kind == STATE_KIND:
+                yield _state_batch(schema, rows, keys)
             else:
                 counters.add(kind, rows)
                 writer.add(kind, rows)
@@ -259,12 +243,11 @@ def run_partition(
             yield from flush()
     runner.close()
     yield from flush()
-    if writer is not None:
-        written = writer.close()
-        if task_counters is not None:
-            frames = sum(counters.frames_by_command.values())
-            task_counters.flows_decoded(runner.flows, frames, len(written))
-        yield _files_batch(schema, written, counters)
+    written = writer.close()
+    if task_counters is not None:
+        frames = sum(counters.frames_by_command.values())
+        task_counters.flows_decoded(runner.flows, frames, len(written))
+    yield _files_batch(schema, written, counters)
 
 
 @dataclass(slots=True)
@@ -293,6 +276,16 @@ class RunCounters:
         )
 
 
+def _state_batch(schema: pa.Schema, rows: list[Row], keys: list[str | None]) -> pa.RecordBatch:
+    n = len(rows)
+    columns = {name: pa.nulls(n, schema.field(name).type) for name in schema.names}
+    columns["kind"] = pa.array([STATE_KIND] * n, pa.string())
+    columns["flow_key"] = pa.array(keys, pa.string())
+    columns["state"] = pa.array([r["state"] for r in rows], pa.binary())
+    columns["open_session_id"] = pa.array([r["session_id"] for r in rows], pa.string())
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
+
+
 def _files_batch(
     schema: pa.Schema, files: list[WrittenFile], counters: RunCounters
 ) -> pa.RecordBatch:
@@ -313,10 +306,13 @@ def flow_pass(
     partitions: int,
     task_counters: TaskCounters | None = None,
 ) -> DataFrame:
-    """flow pieces (+ carried state rows) -> tagged table rows; see the module docstring.
-    `task_counters` (progress) are added to as each task ends."""
+    """flow pieces (+ carried state rows) -> table files in `config.table_dirs`, and file,
+    counter and state rows; see the module docstring. `task_counters` (progress) are added to
+    as each task ends."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
+
+    config.table_folders()  # refused here rather than in every task
 
     stream = packets.where(F.col("record_type") == "piece").select(
         "record_type", "flow_key", "file_id", "ts_ns", "record_offset", "packets"
@@ -336,20 +332,3 @@ def flow_pass(
     return stream.mapInArrow(
         lambda it: run_partition(it, config, task_counters), from_arrow_schema(output_schema())
     )
-
-
-def split_tables(
-    tagged: DataFrame, batch_id: str, tables: Sequence[str] = schemas.TABLES
-) -> dict[str, DataFrame]:
-    from pyspark.sql import functions as F
-
-    out = {}
-    for table in tables:
-        names = schemas.load(table).column_names
-        df = (
-            tagged.where(F.col("kind") == table)
-            .select(f"{table}.*")
-            .withColumn("batch_id", F.lit(batch_id))
-        )
-        out[table] = df.select(*names)
-    return out

@@ -40,6 +40,12 @@ def row_struct(table: str) -> pa.StructType:
     return pa.struct([f for f in arrow if f.name != "batch_id"])
 
 
+def row_batch(table: str, rows: Iterable[Row]) -> pa.RecordBatch:
+    """Rows as the writer converts them to Arrow: raises on a value the table's types cannot
+    hold (an integer past int64, a date out of range), where writing them would."""
+    return pa.RecordBatch.from_struct_array(pa.array(list(rows), row_struct(table)))
+
+
 def file_schema(table: str) -> pa.Schema:
     """A table's columns as stored in its Parquet files: partition columns live in folders."""
     spec = schemas.load(table)
@@ -86,8 +92,7 @@ class TableFileWriter:
 
     def _write(self, table: str, rows: Iterable[Row]) -> None:
         spec = schemas.load(table)
-        struct = pa.array(list(rows), row_struct(table))
-        batch = pa.RecordBatch.from_struct_array(struct)
+        batch = row_batch(table, rows)
         partition_by = spec.partition_by
         keys = [batch.column(name).to_pylist() for name in partition_by]
         groups: dict[tuple[object, ...], list[int]] = {}

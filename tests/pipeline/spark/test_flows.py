@@ -22,21 +22,24 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pytest
 
 import schemas
 from pipeline.ingest import split_capture
+from pipeline.lake.staged_tables import read_files
 from pipeline.session import ModelOptions
 from pipeline.spark.captures import packets_frame, read_split
 from pipeline.spark.flows import (
+    FILE_KIND,
     STATE_KIND,
     RunnerConfig,
     flow_pass,
     output_schema,
-    row_struct,
     run_partition,
-    split_tables,
 )
+from pipeline.spark.summary import flow_output
+from pipeline.spark.table_files import file_schema
 from tests.support import pcapgen as g
 from tests.support.split_capture import scatter, split_by_time
 
@@ -128,15 +131,40 @@ class JobOutput:
         ]
 
 
-def run_job(spark, paths: list[Path], close_open: bool = True) -> JobOutput:
+def staged_config(
+    paths: list[str],
+    staging: Path,
+    batch_id: str = "batch-1",
+    options: ModelOptions | None = None,
+    close_open: bool = False,
+) -> RunnerConfig:
+    """A pass over `paths` that writes each table's files under `staging`/table."""
+    folders = tuple((table, str(staging / table)) for table in schemas.TABLES)
+    return RunnerConfig(
+        tuple(paths),
+        options or ModelOptions(),
+        close_open=close_open,
+        table_dirs=folders,
+        batch_id=batch_id,
+    )
+
+
+def read_back(spark, config: RunnerConfig, output) -> dict:
+    """The tables a pass wrote (its file rows say which files), read with the tables' schemas."""
+    written, _counts = flow_output(output)
+    folders = config.table_folders()
+    return {
+        table: read_files(spark, table, Path(folders[table]), written.get(table, []))
+        for table in schemas.TABLES
+    }
+
+
+def run_job(spark, paths: list[Path], staging: Path, close_open: bool = True) -> JobOutput:
     names = [str(p) for p in paths]
     packets = packets_frame(spark, names)
-    config = RunnerConfig(tuple(names), OPTIONS, close_open=close_open)
-    tagged = flow_pass(packets, None, config, PARTITIONS).persist()  # one pass for all tables
-    tables = split_tables(tagged, "batch-1")
-    output = JobOutput({name: [r.asDict() for r in df.collect()] for name, df in tables.items()})
-    tagged.unpersist()
-    return output
+    config = staged_config(names, staging, options=OPTIONS, close_open=close_open)
+    tables = read_back(spark, config, flow_pass(packets, None, config, PARTITIONS))
+    return JobOutput({name: [r.asDict() for r in df.collect()] for name, df in tables.items()})
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +177,9 @@ def capture(tmp_path_factory) -> tuple[Path, list[Path], dict]:
 
 
 @pytest.fixture(scope="module")
-def job(spark, capture) -> JobOutput:
+def job(spark, capture, tmp_path_factory) -> JobOutput:
     _whole, parts, _truths = capture
-    return run_job(spark, parts)
+    return run_job(spark, parts, tmp_path_factory.mktemp("job"))
 
 
 @pytest.fixture(scope="module")
@@ -209,19 +237,21 @@ def _holds_a_frame(data: bytes) -> bool:
 # --- tests: pure functions ---------------------------------------------------------------------
 
 
-def test_row_struct_leaves_the_batch_id_to_spark() -> None:
-    for table in schemas.TABLES:
-        names = [field.name for field in row_struct(table)]
-        assert "batch_id" not in names
-        assert names == [n for n in schemas.load(table).column_names if n != "batch_id"]
-
-
-def test_output_schema_has_one_struct_per_table_and_the_state_columns() -> None:
+def test_output_schema_has_the_state_and_file_columns_and_no_table_rows() -> None:
     schema = output_schema()
     assert schema.names[:2] == ["kind", "flow_key"]
-    for table in schemas.TABLES:
-        assert pa.types.is_struct(schema.field(table).type)
+    assert not set(schemas.TABLES) & set(schema.names)
     assert schema.field("state").type == pa.binary()
+    assert schema.field("path").type == pa.string() and schema.field("rows").type == pa.int64()
+
+
+def test_a_pass_without_a_staging_folder_for_every_table_is_refused(tmp_path) -> None:
+    config = staged_config([], tmp_path)
+    no_frames = tuple((table, folder) for table, folder in config.table_dirs if table != "frames")
+    with pytest.raises(ValueError, match="staging folder for frames$"):
+        next(run_partition([], replace(config, table_dirs=no_frames)))
+    with pytest.raises(ValueError, match="staging folder"):
+        flow_pass(None, None, RunnerConfig(()), PARTITIONS)  # type: ignore[arg-type]
 
 
 def _sorted_packets(paths: list[str], split_bytes: int = 1 << 30) -> pa.Table:
@@ -236,17 +266,33 @@ def _sorted_packets(paths: list[str], split_bytes: int = 1 << 30) -> pa.Table:
     return table.sort_by([*order, ("record_offset", "ascending")])
 
 
-def _kinds(batches: Iterator[pa.RecordBatch]) -> dict[str, list]:
+def _read_file(config: RunnerConfig, table: str, path: str) -> list[dict]:
+    """One file the pass wrote, in the table's stored schema, with the partition columns its
+    folders hold."""
+    folder = config.table_folders()[table]
+    spec = schemas.load(table)
+    partition = pa.schema([spec.arrow_schema().field(name) for name in spec.partition_by])
+    found = ds.dataset(
+        [f"{folder}/{path}"],
+        partitioning=ds.partitioning(partition, flavor="hive"),
+        partition_base_dir=folder,
+    )
+    assert found.schema == pa.unify_schemas([file_schema(table), partition])
+    return found.to_table().to_pylist()
+
+
+def _kinds(config: RunnerConfig, batches: Iterator[pa.RecordBatch]) -> dict[str, list]:
+    """Table rows (read back from the files the pass wrote) by table, and states."""
     out: dict[str, list] = defaultdict(list)
     for batch in batches:
         assert batch.schema == output_schema()
-        for kind, row, state in zip(
-            batch.column("kind").to_pylist(),
-            batch.to_pylist(),
-            batch.column("state").to_pylist(),
-            strict=True,
-        ):
-            out[kind].append(state if kind == STATE_KIND else row[kind])
+        for row in batch.to_pylist():
+            if row["kind"] == STATE_KIND:
+                out[STATE_KIND].append(row["state"])
+            elif row["kind"] == FILE_KIND:
+                rows = _read_file(config, row["table"], row["path"])
+                assert len(rows) == row["rows"]
+                out[row["table"]] += rows
     return out
 
 
@@ -257,10 +303,11 @@ def test_run_partition_output_does_not_depend_on_input_or_output_batching(
     capture = g.generate(convs, MESSY)
     path = str(g.write_pcap(tmp_path / "c.pcap", capture.packets))
     table = _sorted_packets([path])
-    config = RunnerConfig((path,), OPTIONS, close_open=True)
-    whole = _kinds(run_partition(table.to_batches(), config))
+    config = staged_config([path], tmp_path / "whole", options=OPTIONS, close_open=True)
+    whole = _kinds(config, run_partition(table.to_batches(), config))
     monkeypatch.setattr("pipeline.spark.flows.OUTPUT_BATCH_ROWS", 3)
-    small = _kinds(run_partition(table.to_batches(max_chunksize=7), config))
+    config = replace(config, table_dirs=staged_config([], tmp_path / "small").table_dirs)
+    small = _kinds(config, run_partition(table.to_batches(max_chunksize=7), config))
     assert {k: len(v) for k, v in small.items()} == {k: len(v) for k, v in whole.items()}
     assert small == whole
     assert len(whole["sessions"]) == 3 and len(whole["frames"]) == 3 * (3 + 2 * 6 + 2)
@@ -271,7 +318,8 @@ def test_run_partition_carries_open_connections_and_resumes_them(tmp_path) -> No
     packets = g.generate([conv]).packets
     first = str(g.write_pcap(tmp_path / "a.pcap", packets[: len(packets) // 2]))
     second = str(g.write_pcap(tmp_path / "b.pcap", packets[len(packets) // 2 :]))
-    carried = _kinds(run_partition(_sorted_packets([first]).to_batches(), RunnerConfig((first,))))
+    config = staged_config([first], tmp_path / "first")
+    carried = _kinds(config, run_partition(_sorted_packets([first]).to_batches(), config))
     assert "sessions" not in carried and len(carried[STATE_KIND]) == 1
 
     rest = _sorted_packets([second])
@@ -283,7 +331,8 @@ def test_run_partition_carries_open_connections_and_resumes_them(tmp_path) -> No
         }
     )
     rest = pa.concat_tables([state_row, rest.select(rest.column_names)], promote_options="default")
-    resumed = _kinds(run_partition(rest.to_batches(), RunnerConfig((second,), close_open=True)))
+    config = staged_config([second], tmp_path / "second", close_open=True)
+    resumed = _kinds(config, run_partition(rest.to_batches(), config))
     frames = carried["frames"] + resumed["frames"]
     assert [f["command"] for f in frames if f["direction"] == "c2s"] == (
         ["CONNECT", "SUBSCRIBE"] + ["SEND"] * 6 + ["DISCONNECT"]
@@ -371,9 +420,9 @@ def test_every_hole_and_conflict_is_on_record(job, capture) -> None:
             assert lost == reported == 0 and not anomalies
 
 
-def test_the_listing_order_of_the_files_changes_nothing(spark, job, capture) -> None:
+def test_the_listing_order_of_the_files_changes_nothing(spark, job, capture, tmp_path) -> None:
     _whole, parts, _truths = capture
-    again = run_job(spark, list(reversed(parts)))
+    again = run_job(spark, list(reversed(parts)), tmp_path)
 
     def frames(output: JobOutput) -> list[tuple]:
         return sorted(
@@ -385,15 +434,20 @@ def test_the_listing_order_of_the_files_changes_nothing(spark, job, capture) -> 
     assert len(again.tables["anomalies"]) == len(job.tables["anomalies"])
 
 
-def test_split_tables_gives_each_table_its_columns_and_the_batch(spark, capture) -> None:
+def test_the_pass_writes_each_table_with_its_columns_and_the_batch(
+    spark, capture, tmp_path
+) -> None:
     _whole, parts, _truths = capture
     names = [str(parts[0])]
-    tagged = flow_pass(packets_frame(spark, names), None, RunnerConfig(tuple(names)), 2)
-    tables = split_tables(tagged, "batch-7", ["sessions", "frames"])
-    assert set(tables) == {"sessions", "frames"}
+    config = staged_config(names, tmp_path, batch_id="batch-7")
+    tables = read_back(spark, config, flow_pass(packets_frame(spark, names), None, config, 2))
+    assert set(tables) == set(schemas.TABLES)
+    assert tables["sessions"].count() > 0 and tables["frames"].count() > 0
     for name, frame in tables.items():
         assert frame.columns == list(schemas.load(name).column_names)
         assert {r.batch_id for r in frame.select("batch_id").distinct().collect()} <= {"batch-7"}
+    for stored in Path(config.table_folders()["frames"]).rglob("*.parquet"):
+        assert ds.dataset(stored).schema == file_schema("frames")
 
 
 def test_a_pass_resumed_from_carried_state_equals_one_pass(spark, tmp_path) -> None:
@@ -403,28 +457,27 @@ def test_a_pass_resumed_from_carried_state_equals_one_pass(spark, tmp_path) -> N
     whole = g.write_pcap(tmp_path / "w.pcap", g.generate(convs, MESSY).packets)
     first, second = (str(p) for p in split_by_time(whole, tmp_path / "parts"))
 
-    def frames(tagged) -> list[tuple]:
-        rows = tagged.where("kind = 'frames'").select("frames.*").collect()
+    def frames(tables: dict) -> list[tuple]:
+        rows = tables["frames"].collect()
         return [(r.session_id, r.direction, r.stream_offset, r.command) for r in rows]
 
-    everything = RunnerConfig((str(whole),), close_open=True)
-    one = flow_pass(packets_frame(spark, [str(whole)]), None, everything, 2)
-    part1 = flow_pass(packets_frame(spark, [first]), None, RunnerConfig((first,)), 2).persist()
-    state = part1.where(F.col("kind") == STATE_KIND).select(
+    everything = staged_config([str(whole)], tmp_path / "one", close_open=True)
+    one = read_back(
+        spark, everything, flow_pass(packets_frame(spark, [str(whole)]), None, everything, 2)
+    )
+    config1 = staged_config([first], tmp_path / "part1")
+    output1 = flow_pass(packets_frame(spark, [first]), None, config1, 2).persist()
+    part1 = read_back(spark, config1, output1)
+    state = output1.where(F.col("kind") == STATE_KIND).select(
         F.lit("state").alias("record_type"), "flow_key", "state"
     )
     assert state.count() > 0  # some connections were still open half way
-    part2 = flow_pass(
-        packets_frame(spark, [second]), state, RunnerConfig((second,), close_open=True), 2
-    )
+    config2 = staged_config([second], tmp_path / "part2", close_open=True)
+    part2 = read_back(spark, config2, flow_pass(packets_frame(spark, [second]), state, config2, 2))
     assert sorted(frames(part1) + frames(part2)) == sorted(frames(one))
-    sessions = [
-        row.client_port
-        for part in (part1, part2)
-        for row in part.where("kind = 'sessions'").select("sessions.*").collect()
-    ]
+    sessions = [row.client_port for part in (part1, part2) for row in part["sessions"].collect()]
     assert sorted(sessions) == [40000 + i for i in range(len(convs))]
-    part1.unpersist()
+    output1.unpersist()
 
 
 def test_differently_shuffled_copies_of_a_connection_give_the_same_frames(spark, tmp_path) -> None:
@@ -435,7 +488,8 @@ def test_differently_shuffled_copies_of_a_connection_give_the_same_frames(spark,
         shuffled = g.Perturbation(shuffle=12, duplicate=0.3, keepalive=0.2, seed=seed)
         packets.append(g.generate([copy], shuffled).packets)
     whole = g.write_pcap(tmp_path / "w.pcap", list(heapq.merge(*packets, key=lambda p: p.ts_ns)))
-    output = run_job(spark, scatter(whole, tmp_path / "parts", 3, seed=9, copies=0.2))
+    parts = scatter(whole, tmp_path / "parts", 3, seed=9, copies=0.2)
+    output = run_job(spark, parts, tmp_path / "staging")
     by_session: dict[str, list] = defaultdict(list)
     for f in output.tables["frames"]:
         by_session[f["session_id"]].append((f["direction"], f["stream_offset"], f["body_sha256"]))
