@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from capture.pcapng import enhanced_packet_block_parts
-from capture.tcp_synth import Endpoint, Side, SynthPacket, TcpConversation
+from capture.tcp_synth import Endpoint, SynthPacket, TcpConversation
 from capture.writer import CaptureRecord, CaptureWriter, RotationPolicy
+from pipeline.net import Direction
 
 MSS = 1460
 BROKER = ("10.20.0.1", 61613)
@@ -129,16 +130,16 @@ class _Generator:
         self.now += 1 + int(self.rng.expovariate(1 / mean_ns))
         return self.now
 
-    def _write(self, conn: _Connection, side: Side, data: bytes) -> None:
+    def _write(self, conn: _Connection, direction: Direction, data: bytes) -> None:
         """One write: segments of up to segment_bytes, 12 us apart, then the peer's ACK."""
         ts = self._tick()
         packets = []
         size = self.spec.segment_bytes
         for start in range(0, len(data), size):
-            packets += conn.conv.data(side, ts, data[start : start + size])
+            packets += conn.conv.data(direction, ts, data[start : start + size])
             ts += 12_000
         self.now = ts
-        packets.append(conn.conv.ack(side.other, self._tick(40_000)))
+        packets.append(conn.conv.ack(direction.reverse, self._tick(40_000)))
         self._emit(packets)
         self.stomp_bytes += len(data)
         conn.budget -= len(data)
@@ -146,17 +147,17 @@ class _Generator:
     def _frame(
         self,
         conn: _Connection,
-        side: Side,
+        direction: Direction,
         command: str,
         headers: list[tuple[str, str]],
         body: bytes = b"",
     ) -> None:
         head = "".join(f"{k}:{v}\n" for k, v in headers)
         data = f"{command}\n{head}\n".encode() + body + b"\x00"
-        if side is Side.SERVER:
+        if direction is Direction.S2C:
             data += b"\n"  # brokers end frames with NUL then LF
-        self._write(conn, side, data)
-        self.frames[f"{'c2s' if side is Side.CLIENT else 's2c'} {command}"] += 1
+        self._write(conn, direction, data)
+        self.frames[f"{direction} {command}"] += 1
 
     # --- a connection's life ------------------------------------------------------------------
     def open(self, index: int, budget: int) -> _Connection:
@@ -174,7 +175,7 @@ class _Generator:
         beat = self.spec.heartbeat_ms
         self._frame(
             conn,
-            Side.CLIENT,
+            Direction.C2S,
             "CONNECT",
             [
                 ("accept-version", "1.1,1.2"),
@@ -186,7 +187,7 @@ class _Generator:
         )
         self._frame(
             conn,
-            Side.SERVER,
+            Direction.S2C,
             "CONNECTED",
             [
                 ("version", "1.2"),
@@ -198,7 +199,7 @@ class _Generator:
         if not producer:
             self._frame(
                 conn,
-                Side.CLIENT,
+                Direction.C2S,
                 "SUBSCRIBE",
                 [
                     ("id", "sub-0"),
@@ -207,14 +208,14 @@ class _Generator:
                     ("receipt", f"sub-{index}"),
                 ],
             )
-            self._frame(conn, Side.SERVER, "RECEIPT", [("receipt-id", f"sub-{index}")])
+            self._frame(conn, Direction.S2C, "RECEIPT", [("receipt-id", f"sub-{index}")])
         self.opened += 1
         return conn
 
     def step(self, conn: _Connection) -> None:
         if conn.heartbeats and self.rng.random() < 0.04:
-            side = self.rng.choice((Side.CLIENT, Side.SERVER))
-            self._emit(conn.conv.data(side, self._tick(), b"\n"))
+            direction = self.rng.choice((Direction.C2S, Direction.S2C))
+            self._emit(conn.conv.data(direction, self._tick(), b"\n"))
             self.stomp_bytes += 1
             self.heartbeats += 1
             conn.budget -= 1
@@ -231,14 +232,14 @@ class _Generator:
             receipt = conn.sent % self.spec.receipt_every == 0
             if receipt:
                 headers.append(("receipt", f"r-{conn.index}-{conn.sent}"))
-            self._frame(conn, Side.CLIENT, "SEND", headers, body)
+            self._frame(conn, Direction.C2S, "SEND", headers, body)
             if receipt:
-                self._frame(conn, Side.SERVER, "RECEIPT", [("receipt-id", headers[-1][1])])
+                self._frame(conn, Direction.S2C, "RECEIPT", [("receipt-id", headers[-1][1])])
             return
         message_id = f"ID:broker-{conn.index}-1:1:1:{conn.sent}"
         self._frame(
             conn,
-            Side.SERVER,
+            Direction.S2C,
             "MESSAGE",
             [
                 ("subscription", "sub-0"),
@@ -253,18 +254,18 @@ class _Generator:
         conn.unacked.append(message_id)
         if len(conn.unacked) >= self.rng.choice((1, 1, 2, 4)):
             for ack in conn.unacked:
-                self._frame(conn, Side.CLIENT, "ACK", [("id", ack)])
+                self._frame(conn, Direction.C2S, "ACK", [("id", ack)])
             conn.unacked.clear()
 
     def close(self, conn: _Connection) -> None:
         for ack in conn.unacked:
-            self._frame(conn, Side.CLIENT, "ACK", [("id", ack)])
+            self._frame(conn, Direction.C2S, "ACK", [("id", ack)])
         receipt = f"bye-{conn.index}"
-        self._frame(conn, Side.CLIENT, "DISCONNECT", [("receipt", receipt)])
-        self._frame(conn, Side.SERVER, "RECEIPT", [("receipt-id", receipt)])
-        self._emit([conn.conv.fin(Side.CLIENT, self._tick())])
-        self._emit([conn.conv.fin(Side.SERVER, self._tick())])
-        self._emit([conn.conv.ack(Side.CLIENT, self._tick())])
+        self._frame(conn, Direction.C2S, "DISCONNECT", [("receipt", receipt)])
+        self._frame(conn, Direction.S2C, "RECEIPT", [("receipt-id", receipt)])
+        self._emit([conn.conv.fin(Direction.C2S, self._tick())])
+        self._emit([conn.conv.fin(Direction.S2C, self._tick())])
+        self._emit([conn.conv.ack(Direction.C2S, self._tick())])
 
     def run(self) -> None:
         spec = self.spec

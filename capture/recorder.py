@@ -18,12 +18,12 @@ from capture.pcapng import block_length, capture_loss_block, enhanced_packet_blo
 from capture.tcp_synth import (
     Endpoint,
     IsnGenerator,
-    Side,
     SynthPacket,
     TcpConversation,
     common_family,
 )
 from capture.writer import CaptureRecord
+from pipeline.net import Direction
 
 # per-segment framing a data record adds to its payload: EPB 32 + Ethernet 14 + IPv6 40 +
 # TCP 20 + padding 3
@@ -32,7 +32,7 @@ STILL_OPEN_COMMENT = "stomp-capture: connection still open when the capture ende
 _PROCESS_ISNS = IsnGenerator()
 
 
-DIRECTION_NAMES = {Side.CLIENT: "client_to_server", Side.SERVER: "server_to_client"}
+DIRECTION_NAMES = {Direction.C2S: "client_to_server", Direction.S2C: "server_to_client"}
 
 
 def endpoint_text(endpoint: Endpoint) -> str:
@@ -98,15 +98,15 @@ class ConnectionRecorder:
             isn = _PROCESS_ISNS.pair(*common_family(client, server), ts_ns)
         self._conv = TcpConversation(client, server, isn[0], isn[1])
         self._sink = sink
-        self._filters: dict[Side, ChunkFilter] = {}
+        self._filters: dict[Direction, ChunkFilter] = {}
         if client_filter is not None:
-            self._filters[Side.CLIENT] = client_filter
+            self._filters[Direction.C2S] = client_filter
         self._ended = False
-        self._losses: dict[Side, PendingLoss] = {}
+        self._losses: dict[Direction, PendingLoss] = {}
         label = (
             f"client={endpoint_text(self._conv.client)} server={endpoint_text(self._conv.server)}"
         )
-        self._flows = {side: f"{label} direction={name}" for side, name in DIRECTION_NAMES.items()}
+        self._flows = {way: f"{label} direction={name}" for way, name in DIRECTION_NAMES.items()}
 
     @property
     def conversation(self) -> TcpConversation:
@@ -126,77 +126,79 @@ class ConnectionRecorder:
         self._control([self._conv.syn(syn_ts_ns), self._conv.refused(ts_ns)])
         self._ended = True
 
-    def data(self, side: Side, ts_ns: int, payload: bytes) -> None:
+    def data(self, direction: Direction, ts_ns: int, payload: bytes) -> None:
         if self._ended or not payload:
             return
-        flt = self._filters.get(side)
+        flt = self._filters.get(direction)
         pieces = flt.feed(ts_ns, payload) if flt is not None else [(ts_ns, payload)]
         for piece_ts, piece in pieces:
-            self._capture(side, piece_ts, piece)
+            self._capture(direction, piece_ts, piece)
 
-    def _capture(self, side: Side, ts_ns: int, payload: bytes) -> None:
+    def _capture(self, direction: Direction, ts_ns: int, payload: bytes) -> None:
         segments = len(payload) // self._conv.max_payload + 1
-        seq = self._conv.next_seq(side)
+        seq = self._conv.next_seq(direction)
         if not self._sink.has_room(len(payload) + segments * SEGMENT_OVERHEAD):
-            self._conv.skip(side, len(payload))
+            self._conv.skip(direction, len(payload))
             self._sink.drop(len(payload))
-            self._note_loss(side, ts_ns, seq, len(payload))
+            self._note_loss(direction, ts_ns, seq, len(payload))
             return
-        if side in self._losses:
-            self._record_loss(side)
-        flow = self._flows[side]
-        records = [_record(packet, flow=flow) for packet in self._conv.data(side, ts_ns, payload)]
+        if direction in self._losses:
+            self._record_loss(direction)
+        flow = self._flows[direction]
+        records = [
+            _record(packet, flow=flow) for packet in self._conv.data(direction, ts_ns, payload)
+        ]
         if not self._sink.offer(records):  # refused after all: counted by the sink
-            self._note_loss(side, ts_ns, seq, len(payload))
+            self._note_loss(direction, ts_ns, seq, len(payload))
 
-    def _note_loss(self, side: Side, ts_ns: int, seq: int, size: int) -> None:
-        loss = self._losses.get(side)
+    def _note_loss(self, direction: Direction, ts_ns: int, seq: int, size: int) -> None:
+        loss = self._losses.get(direction)
         if loss is None:
-            loss = self._losses[side] = PendingLoss(ts_ns, seq)
+            loss = self._losses[direction] = PendingLoss(ts_ns, seq)
         loss.size += size
 
-    def _record_loss(self, side: Side) -> None:
+    def _record_loss(self, direction: Direction) -> None:
         """Write the capture-loss block for a gap that just ended (data resumed or the
         direction ended), placed in the file where the gap is."""
-        loss = self._losses.pop(side)
+        loss = self._losses.pop(direction)
         detail = (
-            f"{self._flows[side]} seq={loss.seq}"
+            f"{self._flows[direction]} seq={loss.seq}"
             f" bytes={loss.size} ts_ns={loss.first_ts_ns} reason=buffer_full"
         )
         self._sink.offer([loss_record(detail)], essential=True)
 
-    def _flush(self, side: Side) -> None:
-        flt = self._filters.pop(side, None)
+    def _flush(self, direction: Direction) -> None:
+        flt = self._filters.pop(direction, None)
         if flt is not None:
             for piece_ts, piece in flt.flush():
-                self._capture(side, piece_ts, piece)
-        if side in self._losses:
-            self._record_loss(side)
+                self._capture(direction, piece_ts, piece)
+        if direction in self._losses:
+            self._record_loss(direction)
 
-    def fin(self, side: Side, ts_ns: int) -> None:
+    def fin(self, direction: Direction, ts_ns: int) -> None:
         if not self._ended:
-            self._flush(side)
-            self._control([self._conv.fin(side, ts_ns)])
+            self._flush(direction)
+            self._control([self._conv.fin(direction, ts_ns)])
 
-    def rst(self, side: Side, ts_ns: int) -> None:
+    def rst(self, direction: Direction, ts_ns: int) -> None:
         if not self._ended:
-            self._flush(side)
-            if side.other in self._losses:
-                self._record_loss(side.other)
-            self._control([self._conv.rst(side, ts_ns)])
+            self._flush(direction)
+            if direction.reverse in self._losses:
+                self._record_loss(direction.reverse)
+            self._control([self._conv.rst(direction, ts_ns)])
             self._ended = True
 
     def closed(self) -> None:
         """Both sides are done; nothing more is recorded."""
         if not self._ended:
-            for side in list(self._losses):
-                self._record_loss(side)
+            for direction in list(self._losses):
+                self._record_loss(direction)
         self._ended = True
 
     def still_open(self, ts_ns: int) -> None:
         """Capture ends while the connection is open: mark it so, with no FIN or RST."""
         if not self._ended:
-            for side in (Side.CLIENT, Side.SERVER):
-                self._flush(side)
-            self._control([self._conv.ack(Side.CLIENT, ts_ns)], STILL_OPEN_COMMENT)
+            for direction in Direction:
+                self._flush(direction)
+            self._control([self._conv.ack(Direction.C2S, ts_ns)], STILL_OPEN_COMMENT)
             self._ended = True

@@ -22,7 +22,8 @@ from typing import Protocol, cast
 
 from capture.config import ListenerConfig, ProxyConfig
 from capture.recorder import ConnectionRecorder
-from capture.tcp_synth import Endpoint, Side
+from capture.tcp_synth import Endpoint
+from pipeline.net import Direction
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +85,20 @@ def endpoint_of(address: tuple | None) -> Endpoint | None:
 class Half(asyncio.Protocol):
     """One socket of a relay; every event is handed to the relay."""
 
-    __slots__ = ("relay", "side", "transport", "eof", "closed", "shut", "reset_by_peer", "full")
+    __slots__ = (
+        "relay",
+        "direction",
+        "transport",
+        "eof",
+        "closed",
+        "shut",
+        "reset_by_peer",
+        "full",
+    )
 
-    def __init__(self, relay: Relay, side: Side) -> None:
+    def __init__(self, relay: Relay, direction: Direction) -> None:
         self.relay = relay
-        self.side = side
+        self.direction = direction  # of the bytes read from this socket
         self.transport: asyncio.Transport | None = None
         self.eof = False  # the peer sent FIN
         self.closed = False  # connection_lost was called
@@ -146,7 +156,7 @@ class Half(asyncio.Protocol):
             and not self.eof  # resuming after EOF would report the EOF again
             and not relay.peer(self).full
             and not relay.proxy.reading_held
-            and not (self.side is Side.CLIENT and not relay.established)
+            and not (self.direction is Direction.C2S and not relay.established)
         ):
             assert self.transport is not None
             self.transport.resume_reading()
@@ -163,8 +173,8 @@ class Relay:
     def __init__(self, proxy: RelayHost, listener: ListenerConfig) -> None:
         self.proxy = proxy
         self.listener = listener
-        self.client = Half(self, Side.CLIENT)
-        self.upstream = Half(self, Side.SERVER)
+        self.client = Half(self, Direction.C2S)
+        self.upstream = Half(self, Direction.S2C)
         self.accepted_ns = 0
         self.established = False
         self.finished = False
@@ -301,14 +311,14 @@ class Relay:
         assert target.transport is not None
         target.transport.write(data)
         counters = self.proxy.counters
-        if half.side is Side.CLIENT:
+        if half.direction is Direction.C2S:
             counters.bytes_client_to_server += len(data)
         else:
             counters.bytes_server_to_client += len(data)
         recorder = self.recorder
         if recorder is not None:  # the hot path: no closure, same shielding as _record
             try:
-                recorder.data(half.side, ts_ns, data)
+                recorder.data(half.direction, ts_ns, data)
             except Exception:
                 self._capture_failed()
             self.proxy.hold_reading_if_backlogged()
@@ -322,7 +332,7 @@ class Relay:
 
     def _pass_eof(self, half: Half, ts_ns: int) -> bool:
         """Pass a FIN from ``half`` on; False when ``half`` should close now."""
-        self._record(lambda r: r.fin(half.side, ts_ns))
+        self._record(lambda r: r.fin(half.direction, ts_ns))
         target = self.peer(half)
         if target.usable:
             assert target.transport is not None
@@ -352,12 +362,12 @@ class Relay:
         if exc is not None:
             half.reset_by_peer = True
             self.proxy.counters.resets += 1
-            self._record(lambda r: r.rst(half.side, time.time_ns()))
+            self._record(lambda r: r.rst(half.direction, time.time_ns()))
             target.reset()
         else:
             if not half.eof and not half.shut:
                 # closed without a FIN we saw (e.g. TLS without close_notify)
-                self._record(lambda r: r.fin(half.side, time.time_ns()))
+                self._record(lambda r: r.fin(half.direction, time.time_ns()))
             target.close()
         self._maybe_finish()
 

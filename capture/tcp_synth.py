@@ -2,8 +2,8 @@
 
 The proxy sees a byte stream, not packets; this rebuilds what a capture on the wire between
 client and broker would look like: handshake, data segments with consistent seq/ack numbers,
-FIN or RST. ``skip`` advances a side's sequence number over bytes that were not captured so
-that a reassembler reports a gap instead of silently joining the pieces.
+FIN or RST. ``skip`` advances a direction's sequence number over bytes that were not captured,
+so that a reassembler reports a gap instead of silently joining the pieces.
 
 TCP checksums are left zero (as with checksum offload); IPv4 header checksums are computed.
 """
@@ -15,7 +15,8 @@ import ipaddress
 import os
 import struct
 from dataclasses import dataclass, field
-from enum import IntEnum
+
+from pipeline.net import Direction
 
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
@@ -41,15 +42,6 @@ _IPV6_HEAD = struct.Struct("!IHBB")
 _MASK32 = 0xFFFFFFFF
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class Side(IntEnum):
-    CLIENT = 0
-    SERVER = 1
-
-    @property
-    def other(self) -> Side:
-        return Side.SERVER if self is Side.CLIENT else Side.CLIENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +118,7 @@ class IsnGenerator:
 
 
 @dataclass(slots=True)
-class _Direction:
+class _DirectionState:
     """One direction's constant header parts, precomputed, and its running counters."""
 
     link: bytes  # Ethernet header
@@ -138,7 +130,7 @@ class _Direction:
 
     @classmethod
     def between(cls, src: Endpoint, dst: Endpoint, src_mac: bytes, dst_mac: bytes,
-                isn: int) -> _Direction:
+                isn: int) -> _DirectionState:
         v6 = src.ip.version == 6
         link = dst_mac + src_mac + (b"\x86\xdd" if v6 else b"\x08\x00")
         addresses = src.ip.packed + dst.ip.packed
@@ -155,7 +147,9 @@ class TcpConversation:
     server: Endpoint
     client_isn: int = 0x10000000
     server_isn: int = 0x20000000
-    _dirs: tuple[_Direction, _Direction] = field(init=False)
+    # per direction: its own header parts and counters, and the opposite direction's (whose
+    # next sequence number its packets acknowledge)
+    _dirs: dict[Direction, tuple[_DirectionState, _DirectionState]] = field(init=False)
     _max_payload: int = field(init=False)
     _v6: bool = field(init=False)
 
@@ -163,23 +157,26 @@ class TcpConversation:
         self.client, self.server = common_family(self.client, self.server)
         self._v6 = self.client.ip.version == 6
         self._max_payload = MAX_PAYLOAD_V6 if self._v6 else MAX_PAYLOAD_V4
-        self._dirs = (
-            _Direction.between(self.client, self.server, CLIENT_MAC, SERVER_MAC, self.client_isn),
-            _Direction.between(self.server, self.client, SERVER_MAC, CLIENT_MAC, self.server_isn),
+        c2s = _DirectionState.between(
+            self.client, self.server, CLIENT_MAC, SERVER_MAC, self.client_isn
         )
+        s2c = _DirectionState.between(
+            self.server, self.client, SERVER_MAC, CLIENT_MAC, self.server_isn
+        )
+        self._dirs = {Direction.C2S: (c2s, s2c), Direction.S2C: (s2c, c2s)}
 
     @property
     def max_payload(self) -> int:
         return self._max_payload
 
-    def next_seq(self, side: Side) -> int:
-        return self._dirs[side].next_seq
+    def next_seq(self, direction: Direction) -> int:
+        return self._dirs[direction][0].next_seq
 
     def _packet(
-        self, side: Side, ts_ns: int, flags: int, payload: bytes | memoryview = b""
+        self, direction: Direction, ts_ns: int, flags: int, payload: bytes | memoryview = b""
     ) -> SynthPacket:
-        d = self._dirs[side]
-        ack = self._dirs[1 - side].next_seq if flags & ACK else 0
+        d, peer = self._dirs[direction]
+        ack = peer.next_seq if flags & ACK else 0
         tcp = _TCP_TAIL.pack(d.next_seq, ack, 5 << 4, flags, WINDOW, 0, 0)
         size = 20 + len(payload)
         if self._v6:
@@ -192,52 +189,54 @@ class TcpConversation:
             ip = _IPV4_HEAD.pack(0x45, 0, 20 + size, ident, 0x4000, TTL, 6, ~total & 0xFFFF)
         return SynthPacket(ts_ns, d.link + ip + d.addresses + d.ports + tcp, payload)
 
-    def _advance(self, side: Side, count: int) -> None:
-        d = self._dirs[side]
+    def _advance(self, direction: Direction, count: int) -> None:
+        d = self._dirs[direction][0]
         d.next_seq = (d.next_seq + count) & _MASK32
 
     def syn(self, ts_ns: int) -> SynthPacket:
-        packet = self._packet(Side.CLIENT, ts_ns, SYN)
-        self._advance(Side.CLIENT, 1)
+        packet = self._packet(Direction.C2S, ts_ns, SYN)
+        self._advance(Direction.C2S, 1)
         return packet
 
     def syn_ack(self, ts_ns: int) -> SynthPacket:
-        packet = self._packet(Side.SERVER, ts_ns, SYN | ACK)
-        self._advance(Side.SERVER, 1)
+        packet = self._packet(Direction.S2C, ts_ns, SYN | ACK)
+        self._advance(Direction.S2C, 1)
         return packet
 
-    def ack(self, side: Side, ts_ns: int) -> SynthPacket:
-        return self._packet(side, ts_ns, ACK)
+    def ack(self, direction: Direction, ts_ns: int) -> SynthPacket:
+        return self._packet(direction, ts_ns, ACK)
 
     def handshake(self, syn_ts_ns: int, established_ts_ns: int) -> list[SynthPacket]:
         return [
             self.syn(syn_ts_ns),
             self.syn_ack(established_ts_ns),
-            self.ack(Side.CLIENT, established_ts_ns),
+            self.ack(Direction.C2S, established_ts_ns),
         ]
 
     def refused(self, ts_ns: int) -> SynthPacket:
         """The server's answer to a SYN when the connection could not be made."""
-        return self._packet(Side.SERVER, ts_ns, RST | ACK)
+        return self._packet(Direction.S2C, ts_ns, RST | ACK)
 
-    def data(self, side: Side, ts_ns: int, payload: bytes | memoryview) -> list[SynthPacket]:
+    def data(
+        self, direction: Direction, ts_ns: int, payload: bytes | memoryview
+    ) -> list[SynthPacket]:
         """Data segments of at most ``max_payload`` bytes, all stamped with the read time."""
         view = memoryview(payload) if len(payload) > self._max_payload else payload
         packets = []
         for start in range(0, len(payload), self._max_payload):
             piece = view[start : start + self._max_payload]
-            packets.append(self._packet(side, ts_ns, PSH | ACK, piece))
-            self._advance(side, len(piece))
+            packets.append(self._packet(direction, ts_ns, PSH | ACK, piece))
+            self._advance(direction, len(piece))
         return packets
 
-    def skip(self, side: Side, count: int) -> None:
+    def skip(self, direction: Direction, count: int) -> None:
         """Account for ``count`` bytes that were forwarded but not captured."""
-        self._advance(side, count)
+        self._advance(direction, count)
 
-    def fin(self, side: Side, ts_ns: int) -> SynthPacket:
-        packet = self._packet(side, ts_ns, FIN | ACK)
-        self._advance(side, 1)
+    def fin(self, direction: Direction, ts_ns: int) -> SynthPacket:
+        packet = self._packet(direction, ts_ns, FIN | ACK)
+        self._advance(direction, 1)
         return packet
 
-    def rst(self, side: Side, ts_ns: int) -> SynthPacket:
-        return self._packet(side, ts_ns, RST | ACK)
+    def rst(self, direction: Direction, ts_ns: int) -> SynthPacket:
+        return self._packet(direction, ts_ns, RST | ACK)

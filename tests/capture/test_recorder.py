@@ -6,9 +6,10 @@ from typing import Any
 
 from capture.masking import PasscodeMasker
 from capture.recorder import STILL_OPEN_COMMENT, ConnectionRecorder
-from capture.tcp_synth import Endpoint, Side
+from capture.tcp_synth import Endpoint
 from capture.writer import CaptureWriter
 from pipeline.ingest import ACK, FIN, PSH, RST, SYN, CaptureAnomaly, CaptureReader, TcpPacket
+from pipeline.net import Direction
 
 CLIENT = Endpoint.of("127.0.0.1", 45000)
 SERVER = Endpoint.of("127.0.0.2", 61613)
@@ -32,13 +33,13 @@ def test_a_whole_conversation(tmp_path: Path) -> None:
     writer = _writer(tmp_path)
     rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(100, 900))
     rec.opened(1, 2)
-    rec.data(Side.CLIENT, 3, b"CONNECT\n\n\0")
-    rec.data(Side.SERVER, 4, b"CONNECTED\n\n\0")
-    rec.fin(Side.CLIENT, 5)
-    rec.data(Side.SERVER, 6, b"\n")
-    rec.fin(Side.SERVER, 7)
+    rec.data(Direction.C2S, 3, b"CONNECT\n\n\0")
+    rec.data(Direction.S2C, 4, b"CONNECTED\n\n\0")
+    rec.fin(Direction.C2S, 5)
+    rec.data(Direction.S2C, 6, b"\n")
+    rec.fin(Direction.S2C, 7)
     rec.closed()
-    rec.data(Side.SERVER, 8, b"ignored after close")
+    rec.data(Direction.S2C, 8, b"ignored after close")
     packets, _ = _packets(writer)
     summary = [(p.ts_ns, p.src_port, p.flags, p.seq, p.ack, data) for p, data in packets]
     assert summary == [
@@ -58,9 +59,9 @@ def test_no_room_means_a_sequence_gap_and_a_count(tmp_path: Path) -> None:
     writer = CaptureWriter(tmp_path, buffer_bytes=3000)  # started later: nothing drains yet
     rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(0, 0))
     rec.opened(1, 1)
-    rec.data(Side.CLIENT, 2, b"a" * 1000)
-    rec.data(Side.CLIENT, 3, b"b" * 5000)
-    rec.data(Side.CLIENT, 4, b"c" * 500)
+    rec.data(Direction.C2S, 2, b"a" * 1000)
+    rec.data(Direction.C2S, 3, b"b" * 5000)
+    rec.data(Direction.C2S, 4, b"c" * 500)
     writer.start()
     packets, _ = _packets(writer)
     data = [(p.seq, payload) for p, payload in packets if payload]
@@ -73,9 +74,9 @@ def test_reset_and_refusal(tmp_path: Path) -> None:
     ConnectionRecorder(writer, CLIENT, SERVER).refused(10, 11)
     rec = ConnectionRecorder(writer, Endpoint.of("127.0.0.1", 45001), SERVER)
     rec.opened(20, 21)
-    rec.data(Side.CLIENT, 22, b"SEND\ndestination:/q/x\n\nhal")
-    rec.rst(Side.CLIENT, 23)
-    rec.fin(Side.SERVER, 24)  # nothing is recorded after a reset
+    rec.data(Direction.C2S, 22, b"SEND\ndestination:/q/x\n\nhal")
+    rec.rst(Direction.C2S, 23)
+    rec.fin(Direction.S2C, 24)  # nothing is recorded after a reset
     packets, _ = _packets(writer)
     assert [(p.ts_ns, p.src_port, p.flags) for p, _ in packets] == [
         (10, 45000, SYN),
@@ -92,7 +93,7 @@ def test_connections_open_at_the_end_are_marked(tmp_path: Path) -> None:
     writer = _writer(tmp_path)
     rec = ConnectionRecorder(writer, CLIENT, SERVER)
     rec.opened(1, 2)
-    rec.data(Side.CLIENT, 3, b"x")
+    rec.data(Direction.C2S, 3, b"x")
     rec.still_open(4)
     packets, comments = _packets(writer)
     assert comments[1:] == [STILL_OPEN_COMMENT]
@@ -105,10 +106,10 @@ def test_masking_keeps_lengths_and_times(tmp_path: Path) -> None:
     rec = ConnectionRecorder(writer, CLIENT, SERVER, PasscodeMasker(), isn=(0, 0))
     rec.opened(1, 2)
     connect = b"CONNECT\naccept-version:1.2\nlogin:guest\npasscode:hunter2\n\n\0"
-    rec.data(Side.CLIENT, 10, connect[:30])
-    rec.data(Side.CLIENT, 11, connect[30:])
-    rec.data(Side.SERVER, 12, b"CONNECTED\nversion:1.2\n\n\0")
-    rec.data(Side.CLIENT, 13, b"SEND\ndestination:/q\npasscode:body-is-not-masked\n\n\0")
+    rec.data(Direction.C2S, 10, connect[:30])
+    rec.data(Direction.C2S, 11, connect[30:])
+    rec.data(Direction.S2C, 12, b"CONNECTED\nversion:1.2\n\n\0")
+    rec.data(Direction.C2S, 13, b"SEND\ndestination:/q\npasscode:body-is-not-masked\n\n\0")
     packets, _ = _packets(writer)
     client = [(p.ts_ns, p.seq, data) for p, data in packets if data and p.src_port == 45000]
     masked = connect.replace(b"hunter2", b"*******")
@@ -126,16 +127,16 @@ def test_bytes_the_sink_had_no_room_for_are_recorded_where_they_went_missing(
     writer = CaptureWriter(tmp_path, buffer_bytes=3_000)  # started later: nothing drains yet
     rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(1000, 5000))
     rec.opened(10, 11)
-    rec.data(Side.CLIENT, 12, b"a" * 1000)  # fits
-    rec.data(Side.CLIENT, 13, b"b" * 2500)  # no room: lost
-    rec.data(Side.CLIENT, 14, b"c" * 1700)  # no room: lost, the same gap
+    rec.data(Direction.C2S, 12, b"a" * 1000)  # fits
+    rec.data(Direction.C2S, 13, b"b" * 2500)  # no room: lost
+    rec.data(Direction.C2S, 14, b"c" * 1700)  # no room: lost, the same gap
     writer.start()
     deadline = time.monotonic() + 5
     while writer._queued_bytes:  # let the writer drain the buffer
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    rec.data(Side.CLIENT, 15, b"d" * 10)
-    rec.fin(Side.CLIENT, 16)
+    rec.data(Direction.C2S, 15, b"d" * 10)
+    rec.fin(Direction.C2S, 16)
     writer.close()
     assert writer.counters.bytes_dropped == 4200
     [path] = writer.files

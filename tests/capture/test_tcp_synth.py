@@ -16,11 +16,11 @@ from capture.tcp_synth import (
     RST,
     SYN,
     Endpoint,
-    Side,
     SynthPacket,
     TcpConversation,
     common_family,
 )
+from pipeline.net import Direction
 
 CLIENT = Endpoint.of("10.1.2.3", 50123)
 SERVER = Endpoint.of("10.9.8.7", 61613)
@@ -38,10 +38,10 @@ def _ip(packet: SynthPacket) -> dpkt.ip.IP | dpkt.ip6.IP6:
 def test_handshake_then_data_then_fin_has_consistent_numbers() -> None:
     conv = TcpConversation(CLIENT, SERVER, client_isn=1000, server_isn=5000)
     packets = conv.handshake(10, 20)
-    packets += conv.data(Side.CLIENT, 30, b"CONNECT\n\n\0")
-    packets += conv.data(Side.SERVER, 40, b"CONNECTED\n\n\0")
-    packets.append(conv.fin(Side.CLIENT, 50))
-    packets.append(conv.fin(Side.SERVER, 60))
+    packets += conv.data(Direction.C2S, 30, b"CONNECT\n\n\0")
+    packets += conv.data(Direction.S2C, 40, b"CONNECTED\n\n\0")
+    packets.append(conv.fin(Direction.C2S, 50))
+    packets.append(conv.fin(Direction.S2C, 60))
     tcps = [_parse(p) for p in packets]
     assert [t.flags for t in tcps] == [
         SYN, SYN | ACK, ACK, PSH | ACK, PSH | ACK, FIN | ACK, FIN | ACK
@@ -61,7 +61,7 @@ def test_handshake_then_data_then_fin_has_consistent_numbers() -> None:
 
 def test_ipv4_header_is_valid_and_checksummed() -> None:
     conv = TcpConversation(CLIENT, SERVER)
-    [packet] = conv.data(Side.SERVER, 1, b"hello")
+    [packet] = conv.data(Direction.S2C, 1, b"hello")
     ip = _ip(packet)
     assert socket.inet_ntoa(ip.src) == "10.9.8.7" and socket.inet_ntoa(ip.dst) == "10.1.2.3"
     assert ip.len == 20 + 20 + 5 and ip.p == 6
@@ -79,30 +79,30 @@ def test_large_chunks_are_split_into_segments_that_fit_ip() -> None:
         (Endpoint.of("::1", 4000), Endpoint.of("::1", 61613), MAX_PAYLOAD_V6),
     ):
         conv = TcpConversation(client, server, client_isn=7)
-        packets = conv.data(Side.CLIENT, 99, payload)
+        packets = conv.data(Direction.C2S, 99, payload)
         assert len(packets) == -(-len(payload) // limit)
         assert all(len(p.payload) <= limit for p in packets)
         tcps = [_parse(p) for p in packets]
         assert b"".join(t.data for t in tcps) == payload
         assert [t.seq for t in tcps] == [7 + i * limit for i in range(len(packets))]
-        assert conv.next_seq(Side.CLIENT) == 7 + len(payload)
+        assert conv.next_seq(Direction.C2S) == 7 + len(payload)
 
 
 def test_skip_leaves_a_gap_the_size_of_the_lost_bytes() -> None:
     conv = TcpConversation(CLIENT, SERVER, client_isn=100)
-    first = _parse(conv.data(Side.CLIENT, 1, b"abc")[0])
-    conv.skip(Side.CLIENT, 4096)
-    after = _parse(conv.data(Side.CLIENT, 2, b"def")[0])
+    first = _parse(conv.data(Direction.C2S, 1, b"abc")[0])
+    conv.skip(Direction.C2S, 4096)
+    after = _parse(conv.data(Direction.C2S, 2, b"def")[0])
     assert after.seq - (first.seq + len(first.data)) == 4096
-    server = _parse(conv.data(Side.SERVER, 3, b"x")[0])
+    server = _parse(conv.data(Direction.S2C, 3, b"x")[0])
     assert server.ack == 100 + 3 + 4096 + 3
 
 
 def test_sequence_numbers_wrap_around() -> None:
     conv = TcpConversation(CLIENT, SERVER, client_isn=0xFFFFFFF0)
-    conv.data(Side.CLIENT, 1, b"y" * 32)
-    assert conv.next_seq(Side.CLIENT) == 16
-    assert _parse(conv.rst(Side.CLIENT, 2)).seq == 16
+    conv.data(Direction.C2S, 1, b"y" * 32)
+    assert conv.next_seq(Direction.C2S) == 16
+    assert _parse(conv.rst(Direction.C2S, 2)).seq == 16
 
 
 def test_rst_and_refused() -> None:
@@ -116,7 +116,7 @@ def test_rst_and_refused() -> None:
 
 def test_ipv6_conversation() -> None:
     conv = TcpConversation(Endpoint.of("fe80::1%lo", 1234), Endpoint.of("2001:db8::5", 61613))
-    [packet] = conv.data(Side.CLIENT, 1, b"SEND")
+    [packet] = conv.data(Direction.C2S, 1, b"SEND")
     eth = dpkt.ethernet.Ethernet(packet.to_bytes())
     assert eth.type == dpkt.ethernet.ETH_TYPE_IP6
     ip6 = eth.data
@@ -141,32 +141,32 @@ def test_mixed_families_end_up_in_one() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from([Side.CLIENT, Side.SERVER]), st.integers(0, 70000)),
+        st.tuples(st.sampled_from([Direction.C2S, Direction.S2C]), st.integers(0, 70000)),
         max_size=12,
     ),
     st.integers(0, 0xFFFFFFFF),
     st.integers(0, 0xFFFFFFFF),
 )
 def test_any_interleaving_reassembles_and_acks_what_the_peer_sent(
-    chunks: list[tuple[Side, int]], client_isn: int, server_isn: int
+    chunks: list[tuple[Direction, int]], client_isn: int, server_isn: int
 ) -> None:
     conv = TcpConversation(CLIENT, SERVER, client_isn, server_isn)
     conv.handshake(0, 0)
-    sent = {Side.CLIENT: b"", Side.SERVER: b""}
-    streams: dict[Side, dict[int, bytes]] = {Side.CLIENT: {}, Side.SERVER: {}}
-    for i, (side, size) in enumerate(chunks):
+    sent = {Direction.C2S: b"", Direction.S2C: b""}
+    streams: dict[Direction, dict[int, bytes]] = {Direction.C2S: {}, Direction.S2C: {}}
+    for i, (direction, size) in enumerate(chunks):
         data = bytes([i % 251]) * size
-        for packet in conv.data(side, i, data):
+        for packet in conv.data(direction, i, data):
             tcp = _parse(packet)
-            streams[side][tcp.seq] = tcp.data
-            peer_sent = len(sent[side.other])
-            isn = server_isn if side is Side.CLIENT else client_isn
+            streams[direction][tcp.seq] = tcp.data
+            peer_sent = len(sent[direction.reverse])
+            isn = server_isn if direction is Direction.C2S else client_isn
             assert tcp.ack == (isn + 1 + peer_sent) & 0xFFFFFFFF
-        sent[side] += data
-    for side, isn in ((Side.CLIENT, client_isn), (Side.SERVER, server_isn)):
+        sent[direction] += data
+    for direction, isn in ((Direction.C2S, client_isn), (Direction.S2C, server_isn)):
         seq, joined = (isn + 1) & 0xFFFFFFFF, b""
-        while seq in streams[side]:
-            piece = streams[side].pop(seq)
+        while seq in streams[direction]:
+            piece = streams[direction].pop(seq)
             joined += piece
             seq = (seq + len(piece)) & 0xFFFFFFFF
-        assert joined == sent[side] and not streams[side]
+        assert joined == sent[direction] and not streams[direction]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from capture.pcapng import enhanced_packet_block_parts
-from capture.tcp_synth import Endpoint, Side, TcpConversation
+from capture.tcp_synth import Endpoint, TcpConversation
 from capture.writer import (
     PARTIAL_SUFFIX,
     CaptureRecord,
@@ -22,6 +22,7 @@ from capture.writer import (
     ensure_writable_dir,
 )
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
+from pipeline.net import Direction
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ def _records(count: int, size: int, start_ts: int = 1_000) -> list[CaptureRecord
     conv = TcpConversation(Endpoint.of("127.0.0.1", 40000), Endpoint.of("127.0.0.1", 61613))
     out = []
     for i in range(count):
-        for packet in conv.data(Side.CLIENT, start_ts + i, bytes([i % 256]) * size):
+        for packet in conv.data(Direction.C2S, start_ts + i, bytes([i % 256]) * size):
             parts = enhanced_packet_block_parts(packet.ts_ns, packet.parts)
             out.append(CaptureRecord.of(parts, len(packet.payload)))
     return out
