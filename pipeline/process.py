@@ -20,16 +20,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import gc
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
 DRAIN_TIMEOUT_SECONDS = 30.0
 _POLL_SECONDS = 0.002
+GC_THRESHOLD = 50_000  # see fewer_collections
 
 # Itanium C++ ABI names of the libarrow functions used (exported since Arrow 1.0; unchanged in 26).
 _IO_POOL = "_ZN5arrow2io8internal15GetIOThreadPoolEv"  # arrow::io::internal::GetIOThreadPool()
@@ -76,6 +78,20 @@ class ArrowPools:
     def busy_tasks(self) -> int:
         """Tasks queued or running in either pool."""
         return sum(self._num_tasks(pool) for pool in self._pools)
+
+
+@contextlib.contextmanager
+def fewer_collections(threshold: int = GC_THRESHOLD) -> Iterator[None]:
+    """The cyclic garbage collector's first generation collected every ``threshold`` new
+    containers instead of Python's 700 while the block runs: the flow pass makes millions of
+    short-lived dicts and tuples (rows, events) and almost no cycles, and the default cost it
+    about a tenth of its CPU time. Memory stays bounded: collections are fewer, not off."""
+    previous = gc.get_threshold()
+    gc.set_threshold(threshold, *previous[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
 
 
 def drain_native_thread_pools(timeout: float = DRAIN_TIMEOUT_SECONDS) -> bool:

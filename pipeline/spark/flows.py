@@ -26,6 +26,7 @@ import schemas
 from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, SYN
+from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
 from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
@@ -221,6 +222,13 @@ def run_partition(
     batches: Iterable[pa.RecordBatch],
     config: RunnerConfig,
     task_counters: TaskCounters | None = None,
+) -> Iterator[pa.RecordBatch]:
+    with fewer_collections():
+        yield from _partition(batches, config, task_counters)
+
+
+def _partition(
+    batches: Iterable[pa.RecordBatch], config: RunnerConfig, task_counters: TaskCounters | None
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
     writer = TableFileWriter(config.table_folders(), config.batch_id)

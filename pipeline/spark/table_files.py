@@ -93,14 +93,10 @@ class TableFileWriter:
     def _write(self, table: str, rows: Iterable[Row]) -> None:
         spec = schemas.load(table)
         batch = row_batch(table, rows)
-        partition_by = spec.partition_by
-        keys = [batch.column(name).to_pylist() for name in partition_by]
-        groups: dict[tuple[object, ...], list[int]] = {}
-        for index, values in enumerate(zip(*keys, strict=True)):
-            groups.setdefault(values, []).append(index)
+        groups = _partitions(batch, spec.partition_by)
         stored = file_schema(table)
-        for values, indices in groups.items():
-            part = batch.take(pa.array(indices, pa.int32())) if len(groups) > 1 else batch
+        for values, indices in groups:
+            part = batch.take(indices) if len(groups) > 1 else batch
             columns = [
                 pa.repeat(pa.scalar(self.batch_id, f.type), part.num_rows)
                 if f.name == "batch_id"
@@ -127,6 +123,25 @@ class TableFileWriter:
         writer = pq.ParquetWriter(str(target), stored, compression=COMPRESSION)
         self._writers[key] = (writer, relative)
         return writer
+
+
+def _partitions(
+    batch: pa.RecordBatch, partition_by: tuple[str, ...]
+) -> list[tuple[tuple[object, ...], pa.Array]]:
+    """The batch's partition values, each with the indices of its rows (grouped in Arrow, not
+    row by row in Python)."""
+    names = list(partition_by)
+    if not names:
+        return [((), pa.array(range(batch.num_rows), pa.int32()))]
+    indexed = pa.table(
+        [*(batch.column(name) for name in names), pa.array(range(batch.num_rows), pa.int32())],
+        names=[*names, "_row"],
+    )
+    grouped = indexed.group_by(names, use_threads=False).aggregate([("_row", "list")])
+    values = zip(*(grouped.column(name).to_pylist() for name in names), strict=True)
+    rows = grouped.column("_row_list").chunks
+    indices = [row.values for chunk in rows for row in chunk]
+    return list(zip(values, indices, strict=True))
 
 
 def write_table_rows(table: str, rows: list[Row], folder: str, batch_id: str) -> list[WrittenFile]:

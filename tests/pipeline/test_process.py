@@ -175,3 +175,18 @@ def test_run_main_exits_with_main_s_code_and_flushed_output(
     assert done.returncode == code
     assert done.stdout == "unflushed"
     assert stderr in done.stderr
+
+
+def test_fewer_collections_raises_the_threshold_then_restores_it() -> None:
+    import gc
+
+    from pipeline.process import fewer_collections
+
+    before = gc.get_threshold()
+    with fewer_collections(12_345):
+        assert gc.get_threshold() == (12_345, *before[1:])
+        assert gc.isenabled()
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), fewer_collections(999):
+        raise RuntimeError("inside")
+    assert gc.get_threshold() == before
