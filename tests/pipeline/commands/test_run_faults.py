@@ -36,7 +36,7 @@ from tests.conftest import REPO, SAMPLES
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 STOMP_LAKE = REPO / ".venv" / "bin" / "stomp-lake"
-SAMPLE_FILES = 4
+SAMPLE_FILES = len(list(SAMPLES.glob("*.pcap*")))  # five: four over TCP, one WebSocket
 CLOSE = ("--open-connections", "close")
 NO_VALIDATE = ("--no-validate",)
 EXIT_BUSY = 3
