@@ -26,3 +26,13 @@ def test_a_sample_is_reproducible_end_to_end(tmp_path: Path) -> None:
     versions = [c["version"] for c in record["connections"]]
     assert versions == ["1.2", "1.1", "1.2", None]
     assert record["connections"][3]["ending"] == "server-close"
+
+
+def test_the_websocket_sample_is_reproducible_end_to_end(tmp_path: Path) -> None:
+    spec = next(s for s in SAMPLES if s.name == "rabbitmq-websocket")
+    make_sample(spec, tmp_path, free_port())  # checked against the capture (RFC 6455 read)
+    record = json.loads((tmp_path / "rabbitmq-websocket.expected.json").read_text())
+    bundled = json.loads((ROOT / "samples" / "rabbitmq-websocket.expected.json").read_text())
+    assert record["totals"] == bundled["totals"]
+    assert {c["transport"] for c in record["connections"]} == {"websocket"}
+    assert {c["ending"] for c in record["connections"]} == {"disconnect-unanswered"}
