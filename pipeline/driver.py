@@ -76,6 +76,25 @@ class ConnectionDriver:
         state = self._state
         return state is not None and state.tracker.add_bare_ack(src_ip, src_port, ts_ns)
 
+    def data_in_order(
+        self, src_ip: str, src_port: int, seq: int, payload: bytes, ts_ns: int, source: Source
+    ) -> bool:
+        """A packet with payload, all captured, no SYN, FIN or RST, taken without building it
+        when it continues its direction of a plain TCP session exactly (True); else the caller
+        feeds it with `packet`. The model gets the same call `packet` would make."""
+        state = self._state
+        if state is None or state.model is None:
+            return False
+        transport = state.transport
+        if transport is not None and transport.state != TCP:
+            return False
+        taken = state.tracker.add_in_order(src_ip, src_port, seq, payload, ts_ns)
+        if taken is None:
+            return False
+        from_client, data = taken
+        state.model.on_data(Direction.of(from_client), data.ts_ns, data.offset, data.data, source)
+        return True
+
     def packet(self, packet: TcpPacket, payload: bytes, source: Source) -> None:
         if self._first_source is None:
             self._first_source = source

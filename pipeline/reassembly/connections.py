@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import ACK, FIN, RST, SYN, Endpoint, FlowEnds, flow_ends
-from pipeline.reassembly.stream import StreamEvent, StreamReassembler
+from pipeline.reassembly.stream import Data, StreamEvent, StreamReassembler
 
 FAR_AWAY = 1 << 24  # sequence distance taken as "another connection" after a close
 REUSE_AFTER_IDLE_NS = 120 * 10**9  # a repeated SYN after this much silence is a new connection
@@ -216,6 +216,36 @@ class ConnectionTracker:
         conn.last_ts_ns = ts_ns
         stream.touch(ts_ns)
         return True
+
+    def add_in_order(
+        self, src_ip: str, src_port: int, seq: int, payload: bytes, ts_ns: int
+    ) -> tuple[bool, Data] | None:
+        """``add`` for a packet with payload, all of it captured, no SYN, FIN or RST, that
+        continues its direction of the current connection exactly (most data packets):
+        (from the client, its Data) without building events; None (and nothing changed) when
+        it needs ``add``."""
+        conn = self.connection
+        if conn is None or conn.closed:
+            return None
+        sender = Endpoint(src_ip, src_port)
+        stream = self._streams.get(sender)
+        if stream is None:
+            return None
+        if sender == conn.client:
+            from_client = True
+        elif sender == conn.server:
+            from_client = False
+        else:
+            return None
+        data = stream.add_in_order(seq, payload, ts_ns)
+        if data is None:
+            return None
+        conn.last_ts_ns = ts_ns
+        if from_client:
+            conn.client_packets += 1
+        else:
+            conn.server_packets += 1
+        return from_client, data
 
     def flush(self) -> list[ConnectionEvent]:
         """End of input for this 4-tuple: deliver what is left and close the connection."""

@@ -206,6 +206,26 @@ class StreamReassembler:
             self._close_holes(events)
         return events
 
+    def add_in_order(self, seq: int, payload: bytes, ts_ns: int) -> Data | None:
+        """``add`` for the common segment: payload all captured, no SYN, FIN or RST, exactly the
+        bytes expected next, with nothing buffered, missing or closed in this direction. Its
+        Data, or None (and nothing changed) when ``add`` must take it."""
+        nxt = self._next
+        if (
+            self._origin is None
+            or self._starts
+            or self._holes
+            or self._fin is not None
+            or seq != nxt % SEQ_MOD
+            or (len(payload) <= 1 and nxt == self._high - 1)  # a keep-alive probe
+        ):
+            return None
+        self._last_ts = ts_ns
+        end = nxt + len(payload)
+        if end > self._high:
+            self._high = end
+        return self._take(nxt, payload, ts_ns)
+
     def touch(self, ts_ns: int) -> None:
         """A segment without payload or flags that matter (a bare ACK): ``add`` without events."""
         if self._origin is not None:
@@ -237,21 +257,26 @@ class StreamReassembler:
         return self._next + delta
 
     def _deliver(self, start: int, data: bytes, ts_ns: int, events: list[StreamEvent]) -> None:
+        events.append(self._take(start, data, ts_ns))
+
+    def _take(self, start: int, data: bytes, ts_ns: int) -> Data:
+        """``data`` at ``start`` (= the next byte expected) is delivered: its Data event."""
         origin = self._origin
         assert origin is not None  # only called once started
-        events.append(Data(start - origin, ts_ns, data))
+        event = Data(start - origin, ts_ns, data)
         self._next = start + len(data)
         self.stats.delivered_bytes += len(data)
         if len(data) >= self.history_bytes:
             self._history = bytearray(data[len(data) - self.history_bytes :])
             self._history_start = self._next - self.history_bytes
-            return
+            return event
         history = self._history
         history += data
         excess = len(history) - self.history_bytes
         if excess > self.history_bytes:  # trim in batches, not on every segment
             del history[:excess]
             self._history_start += excess
+        return event
 
     def _gap(self, size: int, ts_ns: int, events: list[StreamEvent]) -> None:
         origin = self._origin

@@ -176,14 +176,21 @@ class FlowRunner:
                 src_ip, src_port, dst_ip, dst_port = ip_b, port_b, ip_a, port_a
             else:
                 src_ip, src_port, dst_ip, dst_port = ip_a, port_a, ip_b, port_b
-            bare = not p_len and not w_len and not flags & _NOT_BARE
-            if bare and driver.bare_ack(src_ip, src_port, ts):
-                continue
+            plain = not flags & _NOT_BARE
+            if not p_len:
+                if plain and not w_len and driver.bare_ack(src_ip, src_port, ts):
+                    continue
+                payload = b""
+            else:
+                payload = read(file_id, p_off, p_len)
+                if plain and p_len == w_len:
+                    source = (paths[file_id], r_off)
+                    if driver.data_in_order(src_ip, src_port, seq, payload, ts, source):
+                        continue
             packet = TcpPacket(
                 ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, window,
                 p_off, p_len, w_len, r_off,
             )  # fmt: skip
-            payload = read(file_id, p_off, p_len) if p_len else b""
             driver.packet(packet, payload, (paths[file_id], r_off))
         self._collect(driver)
 

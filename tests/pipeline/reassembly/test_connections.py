@@ -334,3 +334,41 @@ def test_bare_ack_shortcut_leaves_the_tracker_as_add_does() -> None:
     assert taken == 4  # the handshake's ACK and three later ones; not the foreign one
     assert pickle.dumps(shortcut) == pickle.dumps(by_add)
     assert not ConnectionTracker().add_bare_ack(*c, T0)  # no connection yet
+
+
+def test_add_in_order_is_add_for_the_packets_it_takes() -> None:
+    """Trying ``add_in_order`` first (as the connection driver does for plain data packets)
+    gives the same events and connection as ``add`` alone, over handshakes, data, closes, a
+    retransmission, out-of-order data and port reuse."""
+    c, s = CLIENT, SERVER
+    packets = session(100, 1000, 9000)
+    packets += [
+        packet(120, c, s, 5000, SYN),
+        packet(121, s, c, 7000, SYN | ACK, ack=5001),
+        packet(122, c, s, 5001, PSH | ACK, b"SEND\n\n\0"),
+        packet(123, c, s, 5008, PSH | ACK, b"SEND\n\n\0"),
+        packet(124, c, s, 5008, PSH | ACK, b"SEND\n\n\0"),  # retransmitted
+        packet(125, s, c, 7011, PSH | ACK, b"later"),  # ahead of a lost segment
+        packet(126, s, c, 7001, PSH | ACK, b"RECEIPT\n\n\0"),
+        packet(127, s, c, 7016, PSH | ACK, b"more"),
+        packet(128, c, s, 5015, FIN | ACK),
+        packet(129, s, c, 7020, PSH | ACK, b"after the client's FIN"),
+    ]
+    plain, fast = ConnectionTracker(), ConnectionTracker()
+    plain_events = run(plain, packets)
+    fast_events: list[ConnectionEvent] = []
+    taken = 0
+    for p, payload in packets:
+        data = None
+        if payload and p.payload_len == p.wire_len and not p.flags & (SYN | FIN | RST):
+            data = fast.add_in_order(p.src_ip, p.src_port, p.seq, payload, p.ts_ns)
+        if data is None:
+            fast_events += fast.add(p, payload)
+        else:
+            conn = fast.connection
+            assert conn is not None
+            fast_events.append(Segment(conn.connection_id, data[0], data[1]))
+            taken += 1
+    fast_events += fast.flush()
+    assert taken >= 4
+    assert fast_events == plain_events

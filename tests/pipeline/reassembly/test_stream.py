@@ -303,3 +303,51 @@ def test_any_segmentation_order_and_duplication_reproduces_the_bytes(
     assert data_of(events) == data
     assert not of_type(events, Gap) and not of_type(events, Conflict)
     check_offsets(events)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cuts=st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=40),
+    swaps=st.lists(st.integers(min_value=0, max_value=39), max_size=6),
+    repeats=st.lists(st.integers(min_value=0, max_value=39), max_size=4),
+    isn=st.integers(min_value=0, max_value=(1 << 32) - 1),
+)
+def test_add_in_order_is_add_for_the_segments_it_takes(
+    cuts: list[int], swaps: list[int], repeats: list[int], isn: int
+) -> None:
+    """A reassembler that tries ``add_in_order`` first makes the same events, in the same order,
+    and ends in the same state as one fed through ``add`` alone, whatever the segments' order."""
+    stream = bytes(random.Random(isn).randrange(256) for _ in range(sum(cuts)))
+    segments, at = [], 0
+    for size in cuts:
+        segments.append(((isn + 1 + at) % (1 << 32), stream[at : at + size]))
+        at += size
+    for i in swaps:  # out of order
+        j = min(i + 1, len(segments) - 1)
+        if i < len(segments):
+            segments[i], segments[j] = segments[j], segments[i]
+    for i in repeats:  # retransmissions
+        if i < len(segments):
+            segments.insert(i + 1, segments[i])
+    plain, fast = StreamReassembler(isn), StreamReassembler(isn)
+    plain_events: list[StreamEvent] = []
+    fast_events: list[StreamEvent] = []
+    for ts, (seq, payload) in enumerate(segments):
+        plain_events += plain.add(seq, payload, ts)
+        taken = fast.add_in_order(seq, payload, ts)
+        fast_events += [taken] if taken is not None else fast.add(seq, payload, ts)
+    plain_events += plain.flush()
+    fast_events += fast.flush()
+    assert fast_events == plain_events
+    assert (fast.offset, fast.stats) == (plain.offset, plain.stats)
+    assert data_of(fast_events) == stream
+
+
+def test_add_in_order_leaves_what_it_declines_untouched() -> None:
+    r = StreamReassembler(ISN)
+    before = pickle.dumps(r)
+    assert r.add_in_order(ISN + 5, b"ahead", 1) is None  # not the next byte
+    assert pickle.dumps(r) == before
+    r.add(ISN + 1, b"ab", 2)
+    r.add(ISN + 10, b"later", 3)  # buffered: in-order data must go through add
+    assert r.add_in_order(ISN + 3, b"cd", 4) is None
