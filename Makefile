@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv airflow system-deps java lint check clean
+.PHONY: demo test venv airflow system-deps java js-deps lint check clean
 
 $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,13 +25,23 @@ airflow:
 java:
 	@bash scripts/install-system-deps.sh java
 
+# @stomp/stompjs and ws (scripts/wsnode, versions locked) for the WebSocket clients of the tests
+# and scripts/make_websocket_captures.py, from the npm registry into work/wsnode
+WSNODE := work/wsnode
+js-deps: $(WSNODE)/node_modules/.package-lock.json
+
+$(WSNODE)/node_modules/.package-lock.json: scripts/wsnode/package.json scripts/wsnode/package-lock.json
+	mkdir -p $(WSNODE)
+	cp scripts/wsnode/package.json scripts/wsnode/package-lock.json $(WSNODE)/
+	npm ci --prefix $(WSNODE) --no-audit --no-fund --loglevel=error
+
 system-deps:
 	@bash scripts/install-system-deps.sh all
 
 demo: java venv
 	$(BIN)/stomp-lake demo --lake $(LAKE)
 
-test: system-deps venv
+test: system-deps venv js-deps
 	$(BIN)/python -m pytest
 
 lint: venv

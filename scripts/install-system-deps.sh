@@ -10,6 +10,10 @@ BROKER_PACKAGES=(activemq rabbitmq-server)
 CAPTURE_PACKAGES=(tshark tcpdump tcpflow socat)
 # Headless browser and its WebDriver, used by the HTML report test.
 BROWSER_PACKAGES=(chromium chromium-driver)
+# Node and npm for the STOMP-over-WebSocket clients (@stomp/stompjs; `make js-deps`), when
+# no node / npm command is found (they may come from elsewhere than Debian).
+NODE_PACKAGE=nodejs
+NPM_PACKAGE=npm
 JAVA_PACKAGE=openjdk-17-jre-headless
 # ---------------------------------------------------------------------------------------
 
@@ -40,6 +44,8 @@ if [[ "$scope" == all ]]; then
         ${BROWSER_PACKAGES[@]+"${BROWSER_PACKAGES[@]}"}; do
         is_installed "$package" || missing+=("$package")
     done
+    command -v node >/dev/null 2>&1 || missing+=("$NODE_PACKAGE")
+    command -v npm >/dev/null 2>&1 || missing+=("$NPM_PACKAGE")
 fi
 
 if ((${#missing[@]} == 0)); then
