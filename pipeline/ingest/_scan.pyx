@@ -238,10 +238,7 @@ cdef class PacketScanner:
                 and hlen + 20 <= total
             ):
                 return False
-            self.family[n] = 4
-            for i in range(4):
-                self.src[n, i] = buf[ip + 12 + i]
-                self.dst[n, i] = buf[ip + 16 + i]
+            self._addresses(buf, n, 4, ip + 12, ip + 16)
             self.payload_offset[n] = tcp + hlen
             self.payload_len[n] = total - 20 - hlen
         elif is_v6 and caplen >= link_len + 60:
@@ -255,10 +252,7 @@ cdef class PacketScanner:
                 and 20 <= hlen and hlen <= plen
             ):
                 return False
-            self.family[n] = 6
-            for i in range(16):
-                self.src[n, i] = buf[ip + 8 + i]
-                self.dst[n, i] = buf[ip + 24 + i]
+            self._addresses(buf, n, 6, ip + 8, ip + 24)
             self.payload_offset[n] = tcp + hlen
             self.payload_len[n] = plen - hlen
         else:
@@ -284,6 +278,16 @@ cdef class PacketScanner:
         self.bytes += caplen
         self.payload_bytes += self.payload_len[n]
         return True
+
+    cdef void _addresses(
+        self, const unsigned char[:] buf, Py_ssize_t n, int family, Py_ssize_t src,
+        Py_ssize_t dst,
+    ):
+        cdef Py_ssize_t i, width = 4 if family == 4 else 16
+        self.family[n] = family
+        for i in range(width):
+            self.src[n, i] = buf[src + i]
+            self.dst[n, i] = buf[dst + i]
 
     def scan_pcap(
         self, const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t end, bint little,

@@ -200,20 +200,11 @@ class ConnectionTracker:
     def add_bare_ack(self, src_ip: str, src_port: int, ts_ns: int) -> bool:
         """``add`` for a packet without payload, SYN, FIN or RST (most ACKs), without building
         it: True when taken (it makes no events); False when it needs ``add``."""
-        conn = self.connection
-        if conn is None:
+        known = self._known_sender(src_ip, src_port)
+        if known is None:
             return False
-        sender = Endpoint(src_ip, src_port)
-        stream = self._streams.get(sender)
-        if stream is None:
-            return False
-        if sender == conn.client:
-            conn.client_packets += 1
-        elif sender == conn.server:
-            conn.server_packets += 1
-        else:
-            return False
-        conn.last_ts_ns = ts_ns
+        conn, stream, from_client = known
+        _count(conn, from_client, ts_ns)
         stream.touch(ts_ns)
         return True
 
@@ -224,28 +215,33 @@ class ConnectionTracker:
         continues its direction of the current connection exactly (most data packets):
         (from the client, its Data) without building events; None (and nothing changed) when
         it needs ``add``."""
+        known = self._known_sender(src_ip, src_port)
+        if known is None or known[0].closed:
+            return None
+        conn, stream, from_client = known
+        data = stream.add_in_order(seq, payload, ts_ns)
+        if data is None:
+            return None
+        _count(conn, from_client, ts_ns)
+        return from_client, data
+
+    def _known_sender(
+        self, src_ip: str, src_port: int
+    ) -> tuple[Connection, StreamReassembler, bool] | None:
+        """The current connection, the stream of a sender it has seen send, and whether that
+        sender is its client; None for anything else."""
         conn = self.connection
-        if conn is None or conn.closed:
+        if conn is None:
             return None
         sender = Endpoint(src_ip, src_port)
         stream = self._streams.get(sender)
         if stream is None:
             return None
         if sender == conn.client:
-            from_client = True
-        elif sender == conn.server:
-            from_client = False
-        else:
-            return None
-        data = stream.add_in_order(seq, payload, ts_ns)
-        if data is None:
-            return None
-        conn.last_ts_ns = ts_ns
-        if from_client:
-            conn.client_packets += 1
-        else:
-            conn.server_packets += 1
-        return from_client, data
+            return conn, stream, True
+        if sender == conn.server:
+            return conn, stream, False
+        return None
 
     def flush(self) -> list[ConnectionEvent]:
         """End of input for this 4-tuple: deliver what is left and close the connection."""
@@ -363,3 +359,12 @@ class ConnectionTracker:
         events.append(Closed(conn))
         self.connection = None
         self._streams = {}
+
+
+def _count(conn: Connection, from_client: bool, ts_ns: int) -> None:
+    """A packet of ``conn`` taken on a fast path (no flags to track)."""
+    conn.last_ts_ns = ts_ns
+    if from_client:
+        conn.client_packets += 1
+    else:
+        conn.server_packets += 1
