@@ -312,8 +312,8 @@ def markdown(result: dict) -> str:
         f"({'all seen' if result['check']['all_seen'] else 'NOT all seen'}).",
         "",
         "What each does: ours reads every record header, reassembles both directions of every "
-        "connection, decodes every STOMP frame and builds every table row (not written); "
-        "tshark conv,tcp dissects every packet and counts conversations per file (no "
+        "connection, decodes every STOMP frame, and builds and writes every table row "
+        "(Parquet in a scratch folder, removed after); tshark conv,tcp dissects every packet and counts conversations per file (no "
         "reassembly, no STOMP); tcpflow reassembles and writes every stream.",
         "",
     ]
