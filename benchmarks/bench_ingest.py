@@ -313,8 +313,9 @@ def markdown(result: dict) -> str:
         "",
         "What each does: ours reads every record header, reassembles both directions of every "
         "connection, decodes every STOMP frame, and builds and writes every table row "
-        "(Parquet in a scratch folder, removed after); tshark conv,tcp dissects every packet and counts conversations per file (no "
-        "reassembly, no STOMP); tcpflow reassembles and writes every stream.",
+        "(Parquet in a scratch folder, removed after); tshark conv,tcp dissects every packet "
+        "and counts conversations per file (no reassembly, no STOMP); tcpflow reassembles and "
+        "writes every stream.",
         "",
     ]
     return "\n".join(lines)
