@@ -111,6 +111,8 @@ def stale_partials(
             if idle > grace_s:
                 stale.append(str(candidate.resolve()))
     return stale
+
+
 SNIFF_BYTES = 8
 
 
@@ -260,9 +262,9 @@ def _run_batch(
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
     progress("stage 2/4: decoding sessions, staging tables")
     _figures(progress, counters.decoding)
-    tagged = flow_pass(packets, state, runner, partitions, counters)
-    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
-    written, counts = flow_output(tagged)
+    flow_rows = flow_pass(packets, state, runner, partitions, counters)
+    flow_rows = flow_rows.persist(StorageLevel.MEMORY_AND_DISK)
+    written, counts = flow_output(flow_rows)
     capture_rows = capture_anomaly_rows(packets, paths)
     anomalies_dir = str(folders["anomalies"] / "parquet")
     for extra in write_table_rows("anomalies", capture_rows, anomalies_dir, batch_id):
@@ -279,7 +281,7 @@ def _run_batch(
         progress("stage 3/4: validating")
         suites = Tally("suites", len(SUITE_NAMES))
         _figures(progress, suites.describe)
-        open_sessions = tagged.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
+        open_sessions = flow_rows.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
         try:
             report = validate_batch(
                 spark,
@@ -294,7 +296,7 @@ def _run_batch(
             # Kept aside, not lost: the quarantine holds the tables; the files and the open
             # connections move on so later batches are not held up by this one.
             discard_tables(staged)
-            _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
+            _finish(lake, ledger, batch_id, files, flow_rows, STATE_KIND)
             raise
         finally:
             timings["validate"] = _lap(mark)
@@ -306,8 +308,8 @@ def _run_batch(
     tables = Tally("tables", len(staged.staged) + len(staged.computed))
     _figures(progress, tables.describe)
     versions = commit_tables(staged, tables.update)
-    _finish(lake, ledger, batch_id, files, tagged, STATE_KIND)
-    tagged.unpersist()
+    _finish(lake, ledger, batch_id, files, flow_rows, STATE_KIND)
+    flow_rows.unpersist()
     packets.unpersist()
     timings["commit"] = _lap(mark)
     result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
@@ -320,12 +322,12 @@ def _finish(
     ledger: Ledger,
     batch_id: str,
     files: tuple[FileFingerprint, ...],
-    tagged: Any,
+    flow_rows: Any,
     state_kind: str,
 ) -> None:
     """Carried state, ledger, state pointer, end mark: in this order, so a re-run after a crash
     anywhere starts from the same state."""
-    carried.write_carried(tagged.where(f"kind = '{state_kind}'"), lake, batch_id)
+    carried.write_carried(flow_rows.where(f"kind = '{state_kind}'"), lake, batch_id)
     failpoint("run.carried_written")
     ledger.record(files, batch_id)
     failpoint("run.ledger_recorded")
