@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as default
 from typing import TYPE_CHECKING
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 STATE_KIND = "_state"
 FILE_KIND = "_file"
 COUNTERS_KIND = "_counters"
-OUTPUT_BATCH_ROWS = 20_000
+OUTPUT_BATCH_ROWS = 20_000  # table rows held by a task before they go to its writer
+COLLECT_PACKETS = 8_192  # packets fed before the rows they made are collected
 _PACKET_FIELDS = (
     "ts_ns",
     "payload_offset",
@@ -85,10 +86,15 @@ class RunnerConfig:
 
 class FlowRunner:
     """Feed piece rows (and carried state rows) sorted by flow; drain table rows and the
-    state of connections still open, by table (or `STATE_KIND`), with their flow keys."""
+    state of connections still open, by table (or `STATE_KIND`), with their flow keys.
 
-    def __init__(self, config: RunnerConfig) -> None:
+    ``spill``: called whenever `OUTPUT_BATCH_ROWS` table rows are held (rows are collected every
+    `COLLECT_PACKETS` packets), to drain them: memory then holds that many rows whatever one
+    input batch or piece makes (a 64 MB batch of pieces can make a million rows)."""
+
+    def __init__(self, config: RunnerConfig, spill: Callable[[], None] | None = None) -> None:
         self.config = config
+        self._spill = spill
         self._driver_config = config.driver
         self.files = PayloadFiles(config.paths)
         self._key: str | None = None
@@ -139,11 +145,15 @@ class FlowRunner:
 
     # -- output ------------------------------------------------------------------------------
     def pending_rows(self) -> int:
+        """Table rows held (state rows aside)."""
         return self._pending
 
-    def drain(self) -> Iterator[tuple[str, list[Row], list[str | None]]]:
+    def drain(self, keep: str | None = None) -> Iterator[tuple[str, list[Row], list[str | None]]]:
+        """Rows held, by kind; those of kind ``keep`` stay held."""
         out, keys = self._out, self._out_keys
         self._out, self._out_keys, self._pending = {}, {}, 0
+        if keep in out:
+            self._out[keep], self._out_keys[keep] = out.pop(keep), keys.pop(keep)
         for kind, rows in out.items():
             yield kind, rows, keys[kind]
 
@@ -152,6 +162,8 @@ class FlowRunner:
             self._out.setdefault(kind, []).extend(rows)
             self._out_keys.setdefault(kind, []).extend([self._key] * len(rows))
             self._pending += len(rows)
+        if self._spill is not None and self._pending >= OUTPUT_BATCH_ROWS:
+            self._spill()
 
     # -- one flow ----------------------------------------------------------------------------
     def _start_flow(self, key: str) -> None:
@@ -161,8 +173,10 @@ class FlowRunner:
         self._driver = None
 
     def _feed(self, packets: np.ndarray) -> None:
-        if not len(packets):
-            return
+        for start in range(0, len(packets), COLLECT_PACKETS):
+            self._feed_some(packets[start : start + COLLECT_PACKETS])
+
+    def _feed_some(self, packets: np.ndarray) -> None:
         driver = self._driver
         if driver is None:
             driver = self._driver = ConnectionDriver(self._driver_config)
@@ -210,7 +224,6 @@ class FlowRunner:
                 {"state": dump_state(state), "session_id": session_id}
             )
             self._out_keys.setdefault(STATE_KIND, []).append(self._key)
-            self._pending += 1
 
 
 def output_schema() -> pa.Schema:
@@ -239,23 +252,27 @@ def _partition(
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
     writer = TableFileWriter(config.table_folders(), config.batch_id)
-    runner = FlowRunner(config)
     counters = RunCounters()
+
+    def write(kind: str, rows: list[Row]) -> None:
+        counters.add(kind, rows)
+        writer.add(kind, rows)
+
+    def spill() -> None:  # table rows, while a batch is being fed
+        for kind, rows, _keys in runner.drain(keep=STATE_KIND):
+            write(kind, rows)
 
     def flush() -> Iterator[pa.RecordBatch]:
         for kind, rows, keys in runner.drain():
-            if not rows:
-                continue
-            if kind == STATE_KIND:
+            if kind != STATE_KIND:
+                write(kind, rows)
+            elif rows:
                 yield _state_batch(schema, rows, keys)
-            else:
-                counters.add(kind, rows)
-                writer.add(kind, rows)
 
+    runner = FlowRunner(config, spill)
     for batch in batches:
         runner.feed_batch(batch)
-        if runner.pending_rows() >= OUTPUT_BATCH_ROWS:
-            yield from flush()
+        yield from flush()
     runner.close()
     yield from flush()
     written = writer.close()

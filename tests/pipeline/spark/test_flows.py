@@ -39,7 +39,7 @@ from pipeline.spark.flows import (
     run_partition,
 )
 from pipeline.spark.summary import flow_output
-from pipeline.spark.table_files import file_schema
+from pipeline.spark.table_files import TableFileWriter, file_schema
 from tests.support import pcapgen as g
 from tests.support.split_capture import scatter, split_by_time
 
@@ -306,10 +306,18 @@ def test_run_partition_output_does_not_depend_on_input_or_output_batching(
     config = staged_config([path], tmp_path / "whole", options=OPTIONS, close_open=True)
     whole = _kinds(config, run_partition(table.to_batches(), config))
     monkeypatch.setattr("pipeline.spark.flows.OUTPUT_BATCH_ROWS", 3)
+    monkeypatch.setattr("pipeline.spark.flows.COLLECT_PACKETS", 2)
+    handed: list[int] = []  # rows per hand-over to the writer: held rows stay bounded
+    add = TableFileWriter.add
+    monkeypatch.setattr(
+        TableFileWriter, "add", lambda self, t, rows: handed.append(len(rows)) or add(self, t, rows)
+    )
     config = replace(config, table_dirs=staged_config([], tmp_path / "small").table_dirs)
     small = _kinds(config, run_partition(table.to_batches(max_chunksize=7), config))
     assert {k: len(v) for k, v in small.items()} == {k: len(v) for k, v in whole.items()}
     assert small == whole
+    # whole pieces (a piece here is 5 packets, a batch 7 pieces) would hand over dozens at once
+    assert len(handed) > 20 and max(handed) <= 3 + 4
     assert len(whole["sessions"]) == 3 and len(whole["frames"]) == 3 * (3 + 2 * 6 + 2)
 
 
