@@ -1,0 +1,39 @@
+"""The compiled parts against their pure-Python twins, end to end: every table of a whole run
+without Spark (`fuzz.offline.run_offline`) is the same with the compiled capture scanner and
+STOMP decoder as with STOMP_LAKE_PURE_PYTHON=1, on every capture the repository holds (the
+samples, the malformed corpus, the WebSocket and other real captures, the capture reader's
+fuzz regressions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzz.offline import run_offline
+from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.ingest.scan import new_scanner
+from pipeline.stomp import speedups
+
+REPO = Path(__file__).resolve().parents[2]
+CAPTURES = sorted(
+    path
+    for folder in ("samples", "tests/data", "fuzz/regressions")
+    for path in (REPO / folder).rglob("*")
+    if path.suffix in (".pcap", ".pcapng")
+)
+
+
+def test_both_compiled_parts_are_built() -> None:
+    assert new_scanner() is not None and speedups.compiled is not None
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_same_tables_compiled_and_pure_python(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = run_offline([str(path)], split_bytes=1 + path.stat().st_size // 2)
+    monkeypatch.setenv(PURE_PYTHON_VARIABLE, "1")
+    monkeypatch.setattr(speedups, "compiled", None)  # the decoder reads it on every scan
+    pure = run_offline([str(path)], split_bytes=1 + path.stat().st_size // 2)
+    assert pure.tables == compiled.tables
+    assert pure.capture_anomalies == compiled.capture_anomalies
+    assert pure.packets == compiled.packets
