@@ -309,9 +309,12 @@ def test_run_partition_output_does_not_depend_on_input_or_output_batching(
     monkeypatch.setattr("pipeline.spark.flows.COLLECT_PACKETS", 2)
     handed: list[int] = []  # rows per hand-over to the writer: held rows stay bounded
     add = TableFileWriter.add
-    monkeypatch.setattr(
-        TableFileWriter, "add", lambda self, t, rows: handed.append(len(rows)) or add(self, t, rows)
-    )
+
+    def counted_add(self: TableFileWriter, table: str, rows: list) -> None:
+        handed.append(len(rows))
+        add(self, table, rows)
+
+    monkeypatch.setattr(TableFileWriter, "add", counted_add)
     config = replace(config, table_dirs=staged_config([], tmp_path / "small").table_dirs)
     small = _kinds(config, run_partition(table.to_batches(max_chunksize=7), config))
     assert {k: len(v) for k, v in small.items()} == {k: len(v) for k, v in whole.items()}
