@@ -14,6 +14,14 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
+# every capture file the repository holds: samples, real and malformed test captures, the
+# capture reader's fuzz regressions (the compiled-vs-pure tests run them all)
+REPO_CAPTURES = sorted(
+    path
+    for folder in ("samples", "tests/data", "fuzz/regressions")
+    for path in (REPO / folder).rglob("*")
+    if path.suffix in (".pcap", ".pcapng")
+)
 DATA = REPO / "tests" / "data"
 
 

@@ -14,21 +14,14 @@ from fuzz.offline import run_offline
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.ingest.scan import new_scanner
 from pipeline.stomp import speedups
-
-REPO = Path(__file__).resolve().parents[2]
-CAPTURES = sorted(
-    path
-    for folder in ("samples", "tests/data", "fuzz/regressions")
-    for path in (REPO / folder).rglob("*")
-    if path.suffix in (".pcap", ".pcapng")
-)
+from tests.conftest import REPO, REPO_CAPTURES
 
 
 def test_both_compiled_parts_are_built() -> None:
     assert new_scanner() is not None and speedups.compiled is not None
 
 
-@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
 def test_same_tables_compiled_and_pure_python(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = run_offline([str(path)], split_bytes=1 + path.stat().st_size // 2)
     monkeypatch.setenv(PURE_PYTHON_VARIABLE, "1")

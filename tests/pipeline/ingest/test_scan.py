@@ -12,15 +12,8 @@ from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.ingest import CaptureReader
 from pipeline.ingest.scan import new_scanner
 from pipeline.spark.captures import packets_by_flow, read_paths
+from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
-
-REPO = Path(__file__).resolve().parents[3]
-CAPTURES = sorted(
-    path
-    for folder in ("samples", "tests/data", "fuzz/regressions")
-    for path in (REPO / folder).rglob("*")
-    if path.suffix in (".pcap", ".pcapng")
-)
 
 
 def test_the_install_builds_it() -> None:
@@ -38,7 +31,7 @@ def same_reading(path: Path, split_bytes: int) -> None:
     assert compiled == pure
 
 
-@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
 def test_same_as_pure_python(path: Path) -> None:
     same_reading(path, 1 << 26)
     same_reading(path, 1 + path.stat().st_size // 3)  # splits that start mid-file
