@@ -373,34 +373,45 @@ def mqtt_upgrade(broker: WebBroker) -> dict[str, Any]:
     return {"client": "wsproto mqtt", "subprotocol": chosen, "connack": connack.hex()}
 
 
-def back_pressure(broker: WebBroker, messages: int = 300, size: int = 8) -> dict[str, Any]:
-    """A slow consumer with a 2 KiB receive buffer and a 100-byte MSS (so that the broker's
-    segments, sent as the window opens, often end between a NUL and its LF); its own parse is
-    the record."""
-    queue = f"/queue/slow-{uuid.uuid4().hex[:6]}"
+def slow_consumer(
+    broker: WebBroker, queue: str, bodies: list[str], mss: int, read_bytes: int, pause_s: float
+) -> bytes:
+    """A raw-socket STOMP 1.2 consumer (`heart-beat:0,0`, auto ack) with a 2 KiB receive
+    buffer and the given TCP_MAXSEG, reading `read_bytes` every `pause_s` while stomp.py sends
+    `bodies` to `queue`; the bytes it received, DISCONNECT's receipt included."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 100)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
     sock.connect(("127.0.0.1", broker.stomp_port))
     hello = "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0"
     sock.sendall(hello.encode())
     sock.sendall(f"SUBSCRIBE\nid:0\ndestination:{queue}\nack:auto\n\n\0".encode())
     producer = stomp.Connection12([("127.0.0.1", broker.stomp_port)], vhost="/")
     producer.connect("guest", "guest", wait=True)
-    for n in range(messages):
-        producer.send(queue, f"{n:06d}" + "z" * size)
+    for body in bodies:
+        producer.send(queue, body)
     stream = b""
     deadline = time.monotonic() + 120
     sock.settimeout(2)
-    while stream.count(b"MESSAGE\n") < messages and time.monotonic() < deadline:
+    while stream.count(b"MESSAGE\n") < len(bodies) and time.monotonic() < deadline:
         with contextlib.suppress(TimeoutError):
-            stream += sock.recv(256)
-        time.sleep(0.003)
+            stream += sock.recv(read_bytes)
+        time.sleep(pause_s)
     sock.sendall(b"DISCONNECT\nreceipt:bye\n\n\0")
     with contextlib.suppress(TimeoutError):
         stream += sock.recv(4096)
     sock.close()
     producer.disconnect()
+    return stream
+
+
+def back_pressure(broker: WebBroker, messages: int = 300, size: int = 8) -> dict[str, Any]:
+    """A slow consumer with a 2 KiB receive buffer and a 100-byte MSS (so that the broker's
+    segments, sent as the window opens, often end between a NUL and its LF); its own parse is
+    the record."""
+    queue = f"/queue/slow-{uuid.uuid4().hex[:6]}"
+    bodies = [f"{n:06d}" + "z" * size for n in range(messages)]
+    stream = slow_consumer(broker, queue, bodies, mss=100, read_bytes=256, pause_s=0.003)
     return {
         "client": "raw socket, SO_RCVBUF 2048, TCP_MAXSEG 100, 256-byte reads every 3 ms",
         "destination": queue,
@@ -417,29 +428,8 @@ def nul_lf_split(broker: WebBroker, messages: int = 450) -> dict[str, Any]:
     NUL and its LF when a multiple falls there; body sizes 1..97 spread the frame ends over
     every residue. Its own parse is the record."""
     queue = f"/queue/split-{uuid.uuid4().hex[:4]}"
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 88)
-    sock.connect(("127.0.0.1", broker.stomp_port))
-    hello = "CONNECT\naccept-version:1.2\nhost:/\nlogin:guest\npasscode:guest\nheart-beat:0,0\n\n\0"
-    sock.sendall(hello.encode())
-    sock.sendall(f"SUBSCRIBE\nid:0\ndestination:{queue}\nack:auto\n\n\0".encode())
-    producer = stomp.Connection12([("127.0.0.1", broker.stomp_port)], vhost="/")
-    producer.connect("guest", "guest", wait=True)
-    for n in range(messages):
-        producer.send(queue, "b" * (1 + n % 97))
-    stream = b""
-    deadline = time.monotonic() + 120
-    sock.settimeout(2)
-    while stream.count(b"MESSAGE\n") < messages and time.monotonic() < deadline:
-        with contextlib.suppress(TimeoutError):
-            stream += sock.recv(READ_BYTES)
-        time.sleep(READ_PAUSE_S)
-    sock.sendall(b"DISCONNECT\nreceipt:bye\n\n\0")
-    with contextlib.suppress(TimeoutError):
-        stream += sock.recv(4096)
-    sock.close()
-    producer.disconnect()
+    bodies = ["b" * (1 + n % 97) for n in range(messages)]
+    stream = slow_consumer(broker, queue, bodies, 88, READ_BYTES, READ_PAUSE_S)
     return {
         "client": f"raw socket, SO_RCVBUF 2048, TCP_MAXSEG 88, {READ_BYTES}-byte reads every "
         f"{READ_PAUSE_S * 1000:g} ms",
