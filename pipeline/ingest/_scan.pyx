@@ -171,10 +171,6 @@ cdef class PacketScanner:
         self.interface_arrays = (kinds, muls, divs)
         self.kinds, self.muls, self.divs = kinds, muls, divs
 
-    @property
-    def full(self):
-        return self.count >= self.capacity
-
     cdef bint _packet(
         self, const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t caplen, int kind,
         long long ts_ns, Py_ssize_t record,

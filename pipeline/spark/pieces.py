@@ -122,9 +122,6 @@ class PieceBuilder:
                 runs = self._flows[ends] = []
             runs.append(packed[run])
 
-    def __len__(self) -> int:
-        return sum(len(run) for runs in self._flows.values() for run in runs)
-
     def pieces(self) -> Iterator[Piece]:
         """The flows collected so far, each packed, in order of their key; then empty."""
         flows, self._flows = self._flows, {}
