@@ -4,8 +4,10 @@
         subprocess.run([..., "stomp-lake", "run", "--master", cluster.url, ...], env=cluster.env)
 
 Master and workers are plain `spark-class` processes (no daemon scripts), bound to loopback,
-each logging to its own file under the work folder, and always stopped on exit. The cluster is
-ready when the master's JSON status page lists every worker ALIVE.
+each logging to its own file under the work folder, and always stopped on exit. Every port is
+chosen by Spark itself (port 0) and read back from the master's log: a port picked here and
+handed over would race with whatever binds it first. The cluster is ready when the master's
+JSON status page lists every worker ALIVE.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from tests.support.brokers import free_port
-
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
+MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
+MASTER_UI_PORT = re.compile(r"Successfully started service 'MasterUI' on port (\d+)")
 
 
 def spark_home() -> Path:
@@ -44,6 +47,7 @@ def cluster_env(work: Path) -> dict[str, str]:
         PYSPARK_PYTHON=sys.executable,
         PYSPARK_DRIVER_PYTHON=sys.executable,
         SPARK_LOG_DIR=str(work / "logs"),
+        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
         STOMP_LAKE_WORK=str(work / "driver"),
     )
     return env
@@ -51,12 +55,12 @@ def cluster_env(work: Path) -> dict[str, str]:
 
 @dataclass(slots=True)
 class StandaloneCluster:
-    url: str
-    status_url: str
     work: Path
     env: dict[str, str]
     processes: list[subprocess.Popen] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
+    url: str = ""
+    status_url: str = ""
 
     def status(self) -> dict:
         with urllib.request.urlopen(self.status_url, timeout=5) as answer:
@@ -65,7 +69,7 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         try:
             workers = self.status().get("workers", [])
-        except OSError:
+        except (OSError, ValueError):
             return 0
         return sum(1 for w in workers if w.get("state") == "ALIVE")
 
@@ -89,13 +93,30 @@ def _start(cluster: StandaloneCluster, name: str, args: list[str]) -> subprocess
     return process
 
 
-def _wait_for(cluster: StandaloneCluster, workers: int) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _check_alive(cluster: StandaloneCluster, deadline: float) -> None:
+    dead = [cast(list[str], p.args)[1] for p in cluster.processes if p.poll() is not None]
+    if dead or time.monotonic() > deadline:
+        reason = f"exited: {dead}" if dead else f"not ready in {START_TIMEOUT_S:.0f} s"
+        raise RuntimeError(f"Spark standalone cluster {reason}\n{cluster.log_tail()}")
+
+
+def _wait_for_master(cluster: StandaloneCluster, deadline: float) -> None:
+    """Read the ports Spark chose from the master's log."""
+    master_log = cluster.logs[0]
+    while True:
+        text = master_log.read_text(errors="replace") if master_log.exists() else ""
+        url, ui_port = MASTER_URL.search(text), MASTER_UI_PORT.search(text)
+        if url and ui_port:
+            cluster.url = url.group(1)
+            cluster.status_url = f"http://{HOST}:{ui_port.group(1)}/json/"
+            return
+        _check_alive(cluster, deadline)
+        time.sleep(0.2)
+
+
+def _wait_for_workers(cluster: StandaloneCluster, workers: int, deadline: float) -> None:
     while cluster.alive_workers() < workers:
-        dead = [cast(list[str], p.args)[1] for p in cluster.processes if p.poll() is not None]
-        if dead or time.monotonic() > deadline:
-            reason = f"exited: {dead}" if dead else f"not ready in {START_TIMEOUT_S:.0f} s"
-            raise RuntimeError(f"Spark standalone cluster {reason}\n{cluster.log_tail()}")
+        _check_alive(cluster, deadline)
         time.sleep(0.5)
 
 
@@ -117,19 +138,18 @@ def standalone_cluster(
 ) -> Iterator[StandaloneCluster]:
     work = Path(work).resolve()
     (work / "logs").mkdir(parents=True, exist_ok=True)
-    port, ui_port = free_port(HOST), free_port(HOST)
-    cluster = StandaloneCluster(
-        f"spark://{HOST}:{port}", f"http://{HOST}:{ui_port}/json/", work, cluster_env(work)
-    )
+    cluster = StandaloneCluster(work, cluster_env(work))
+    deadline = time.monotonic() + START_TIMEOUT_S
     try:
         _start(
             cluster,
             "master",
             [
                 "org.apache.spark.deploy.master.Master",
-                "--host", HOST, "--port", str(port), "--webui-port", str(ui_port),
+                "--host", HOST, "--port", "0", "--webui-port", "0",
             ],
         )
+        _wait_for_master(cluster, deadline)
         for n in range(workers):
             worker_dir = work / f"worker-{n}"
             worker_dir.mkdir(exist_ok=True)
@@ -139,11 +159,11 @@ def standalone_cluster(
                 [
                     "org.apache.spark.deploy.worker.Worker",
                     "--host", HOST, "--cores", str(cores), "--memory", memory,
-                    "--webui-port", str(free_port(HOST)), "--work-dir", str(worker_dir),
+                    "--webui-port", "0", "--work-dir", str(worker_dir),
                     cluster.url,
                 ],
             )
-        _wait_for(cluster, workers)
+        _wait_for_workers(cluster, workers, deadline)
         yield cluster
     finally:
         _stop(cluster.processes)
