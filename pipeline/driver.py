@@ -95,6 +95,40 @@ class ConnectionDriver:
         state.model.on_data(Direction.of(from_client), data.ts_ns, data.offset, data.data, source)
         return True
 
+    def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
+        """Where this sender's next packet must start for `data_in_order` to take it, and the
+        highest byte it sent + 1 (both unwrapped sequence numbers); None when it would not.
+        Packets found to continue from there can be passed on together with `data_run`."""
+        state = self._state
+        if state is None or state.model is None:
+            return None
+        transport = state.transport
+        if transport is not None and transport.state != TCP:
+            return None
+        return state.tracker.in_order_position(src_ip, src_port)
+
+    def data_run(
+        self,
+        src_ip: str,
+        src_port: int,
+        payloads: list[bytes],
+        timestamps: list[int],
+        sources: list[Source],
+        last_ns: int,
+    ) -> None:
+        """`data_in_order` of consecutive packets of one sender that each continue the last
+        (from `in_order_position`, none a keep-alive probe), with only bare ACKs of the other
+        sender taken in between; ``last_ns``: the capture time of the latest of them all."""
+        state = self._state
+        assert state is not None and state.model is not None
+        data = b"".join(payloads)
+        sizes = [len(payload) for payload in payloads]
+        from_client, offset = state.tracker.add_run(
+            src_ip, src_port, data, sizes, timestamps[-1], last_ns
+        )
+        model = state.model
+        model.on_data_run(Direction.of(from_client), offset, data, sizes, timestamps, sources)
+
     def packet(self, packet: TcpPacket, payload: bytes, source: Source) -> None:
         if self._first_source is None:
             self._first_source = source

@@ -225,6 +225,32 @@ class ConnectionTracker:
         _count(conn, from_client, ts_ns)
         return from_client, data
 
+    def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
+        """`StreamReassembler.in_order_position` of this sender's direction, when
+        ``add_in_order`` could take its packets; else None."""
+        known = self._known_sender(src_ip, src_port)
+        if known is None or known[0].closed:
+            return None
+        return known[1].in_order_position()
+
+    def add_run(
+        self, src_ip: str, src_port: int, data: bytes, sizes: list[int], ts_ns: int, last_ns: int
+    ) -> tuple[bool, int]:
+        """``add_in_order`` of packets each of which it would take (see `in_order_position`),
+        the last captured at ``ts_ns``; ``last_ns``: the capture time of the latest packet
+        of the connection (a bare ACK taken since may be later). (From the client, the
+        stream offset of the first byte)."""
+        known = self._known_sender(src_ip, src_port)
+        assert known is not None
+        conn, stream, from_client = known
+        offset = stream.add_run(data, sizes, ts_ns)
+        conn.last_ts_ns = last_ns
+        if from_client:
+            conn.client_packets += len(sizes)
+        else:
+            conn.server_packets += len(sizes)
+        return from_client, offset
+
     def _known_sender(
         self, src_ip: str, src_port: int
     ) -> tuple[Connection, StreamReassembler, bool] | None:

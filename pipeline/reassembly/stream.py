@@ -226,6 +226,29 @@ class StreamReassembler:
             self._high = end
         return self._take(nxt, payload, ts_ns)
 
+    def in_order_position(self) -> tuple[int, int] | None:
+        """(next byte expected, highest byte seen + 1), both unwrapped, when ``add_in_order``
+        would take a segment starting at the former; None when ``add`` must take it."""
+        if self._origin is None or self._starts or self._holes or self._fin is not None:
+            return None
+        return self._next, self._high
+
+    def add_run(self, data: bytes, sizes: list[int], ts_ns: int) -> int:
+        """``add_in_order`` of segments of ``sizes`` bytes, joined in ``data``, the last
+        captured at ``ts_ns``, each of which it would take (see `in_order_position`): the
+        same state after, and the stream offset of their first byte."""
+        start = self._next
+        origin = self._origin
+        assert origin is not None and not (self._starts or self._holes)
+        self._last_ts = ts_ns
+        end = start + len(data)
+        if end > self._high:
+            self._high = end
+        self._history_after(data, sizes)
+        self._next = end
+        self.stats.delivered_bytes += len(data)
+        return start - origin
+
     def touch(self, ts_ns: int) -> None:
         """A segment without payload or flags that matter (a bare ACK): ``add`` without events."""
         if self._origin is not None:
@@ -266,17 +289,32 @@ class StreamReassembler:
         event = Data(start - origin, ts_ns, data)
         self._next = start + len(data)
         self.stats.delivered_bytes += len(data)
+        self._keep_history(data, self._next)
+        return event
+
+    def _keep_history(self, data: bytes | memoryview, end: int) -> None:
+        """Delivered ``data``, ending at ``end``, joins the tail kept for comparisons."""
         if len(data) >= self.history_bytes:
             self._history = bytearray(data[len(data) - self.history_bytes :])
-            self._history_start = self._next - self.history_bytes
-            return event
+            self._history_start = end - self.history_bytes
+            return
         history = self._history
         history += data
         excess = len(history) - self.history_bytes
         if excess > self.history_bytes:  # trim in batches, not on every segment
             del history[:excess]
             self._history_start += excess
-        return event
+
+    def _history_after(self, data: bytes, sizes: list[int]) -> None:
+        """The tail kept after delivering segments of ``sizes`` one by one (as `_take` would):
+        which bytes it holds depends on where the segments were cut."""
+        view = memoryview(data)
+        end = self._next
+        at = 0
+        for size in sizes:
+            end += size
+            self._keep_history(view[at : at + size], end)
+            at += size
 
     def _gap(self, size: int, ts_ns: int, events: list[StreamEvent]) -> None:
         origin = self._origin

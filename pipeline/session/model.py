@@ -182,6 +182,39 @@ class SessionModel:
         stream.decoder.feed(data)  # type: ignore[union-attr]
         self._process(stream)
 
+    def on_data_run(
+        self,
+        direction: str,
+        offset: int,
+        data: bytes,
+        sizes: list[int],
+        timestamps: list[int],
+        sources: list[tuple[str, int]],
+    ) -> None:
+        """``on_data`` of consecutive packets of one direction, joined in ``data`` (their
+        ``sizes``, capture times and sources in lists): the same rows, with one decoder feed.
+        Every packet keeps its chunk, so each frame and heart-beat keeps its packet's time."""
+        stream = self._streams[direction]
+        if self._finished or stream.decoder is None or offset != stream.next_offset:
+            at = 0
+            for size, ts_ns, source in zip(sizes, timestamps, sources, strict=True):
+                self.on_data(direction, ts_ns, offset + at, data[at : at + size], source)
+                at += size
+            return
+        chunks = stream.chunks
+        first = len(chunks)
+        start = offset
+        for size, ts_ns, source in zip(sizes, timestamps, sources, strict=True):
+            stream.add_chunk(make_chunk(start, start + size, ts_ns, source))
+            start += size
+        if len(chunks) == first:
+            return
+        if self._first is None:
+            self._first = chunks[first]
+        self._out.last = chunks[-1]
+        stream.decoder.feed(data)
+        self._process(stream)
+
     def on_gap(
         self,
         direction: str,

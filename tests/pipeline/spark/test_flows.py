@@ -26,6 +26,8 @@ import pyarrow.dataset as ds
 import pytest
 
 import schemas
+from fuzz.offline import OfflineResult, run_offline
+from pipeline.driver import ConnectionDriver
 from pipeline.ingest import split_capture
 from pipeline.lake.staged_tables import read_files
 from pipeline.session import ModelOptions
@@ -40,6 +42,7 @@ from pipeline.spark.flows import (
 )
 from pipeline.spark.summary import flow_output
 from pipeline.spark.table_files import TableFileWriter, file_schema
+from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
 from tests.support.split_capture import scatter, split_by_time
 
@@ -508,3 +511,45 @@ def test_differently_shuffled_copies_of_a_connection_give_the_same_frames(spark,
     assert len({tuple(sorted(frames)) for frames in by_session.values()}) == 1
     for session in output.tables["sessions"]:
         assert session["gap_bytes"] == session["conflict_bytes"] == 0
+
+
+def _offline_ways(paths: list[str], monkeypatch: pytest.MonkeyPatch) -> list[OfflineResult]:
+    """The pass without Spark three ways: with runs of in-order packets as they come, with
+    runs cut every two packets, and packet by packet (no run ever starts)."""
+    results = [run_offline(paths)]
+    with monkeypatch.context() as patch:
+        patch.setattr("pipeline.spark.flows.RUN_PACKETS", 2)
+        results.append(run_offline(paths))
+    with monkeypatch.context() as patch:
+        patch.setattr(ConnectionDriver, "in_order_position", lambda *_: None)
+        results.append(run_offline(paths))
+    return results
+
+
+@pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_runs_of_in_order_packets_make_the_tables_packets_one_by_one_make(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs, short_runs, one_by_one = _offline_ways([str(path)], monkeypatch)
+    assert runs.tables == one_by_one.tables
+    assert short_runs.tables == one_by_one.tables
+
+
+SPARSE = g.Perturbation(shuffle=2, duplicate=0.04, overlap=0.04, drop=0.02, seed=3)
+
+
+@pytest.mark.parametrize("case", [*CASES, Case("sparse", SPARSE, {})], ids=lambda c: c.name)
+def test_runs_of_in_order_packets_on_perturbed_streams(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shuffled, duplicated, overlapping and lost segments and keep-alives between the runs,
+    with acks riding in both directions (small segments make long runs)."""
+    perturbation = replace(case.perturbation, keepalive=0.05)
+    options = {"mss": 700, **case.options}
+    convs = [g.stomp_conversation(i, messages=8, body_size=2500, **options) for i in range(2)]
+    path = g.write_pcap(tmp_path / "c.pcap", g.generate(convs, perturbation).packets)
+    runs, short_runs, one_by_one = _offline_ways([str(path)], monkeypatch)
+    assert runs.tables == one_by_one.tables
+    assert short_runs.tables == one_by_one.tables
+    if not perturbation.drop:
+        assert len(one_by_one.tables["frames"]) == 2 * (3 + 2 * 8 + 2)
