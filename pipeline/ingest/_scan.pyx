@@ -360,3 +360,92 @@ cdef class PacketScanner:
             self.last_ts_ns = ts
             off += blen
         return off
+
+
+# -- the splitter's walk -------------------------------------------------------------------------
+# `pipeline.ingest.split` cuts a capture where a reader of the previous range stops: it visits
+# every record (block) header. These walk the regular ones, as `PcapRecords.visit` and
+# `PcapngBlocks.next_block` take them, and stop at anything else for those to decide.
+
+DEF SHB = 0x0A0D0D0A
+DEF IDB = 1
+DEF OPB = 2
+
+
+def walk_pcap(
+    const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t stop, bint little, Py_ssize_t hlen,
+    unsigned long long limit, unsigned int frac_limit, long long last_sec,
+):
+    """Regular records from `off` while `off < stop`: (the offset reached, the seconds of the
+    last record walked, else `last_sec`)."""
+    cdef Py_ssize_t size = buf.shape[0]
+    cdef unsigned int sec, frac, incl, orig
+    while off < stop and size - off >= hlen:
+        sec = u32(buf, off, little)
+        frac = u32(buf, off + 4, little)
+        incl = u32(buf, off + 8, little)
+        orig = u32(buf, off + 12, little)
+        if not (
+            incl <= limit and incl <= orig and frac < frac_limit
+            and off + hlen + <Py_ssize_t>incl <= size
+        ):
+            break
+        last_sec = sec
+        off += hlen + incl
+    return off, last_sec
+
+
+cdef class PcapngWalk:
+    """Blocks of one section from an offset: those `PcapngBlocks.next_block` would only step
+    over, and enhanced packet blocks, whose time it keeps (a split's context carries it)."""
+
+    cdef long long[:] muls
+    cdef long long[:] divs
+    cdef Py_ssize_t n_interfaces
+
+    def __init__(self):
+        self.set_clocks([])
+
+    def set_clocks(self, clocks):
+        """The section's interfaces as (ts_mul, ts_div, ts_offset_ns); an interface whose
+        clock has an offset is left to the Python walk (mul 0)."""
+        n = len(clocks)
+        muls = np.zeros(max(n, 1), dtype=np.int64)
+        divs = np.ones(max(n, 1), dtype=np.int64)
+        for i, (mul, div, shift) in enumerate(clocks):
+            if shift == 0 and 0 < mul <= MAX_TS_NS and 0 < div <= MAX_TS_NS:
+                muls[i], divs[i] = mul, div
+        self.muls, self.divs, self.n_interfaces = muls, divs, n
+
+    def walk(
+        self, const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t stop, bint little,
+        long long last_ts,
+    ):
+        """(The offset reached, the time of the last packet block walked, else `last_ts`)."""
+        cdef Py_ssize_t size = buf.shape[0]
+        cdef unsigned int btype, blen, iface, incl
+        cdef unsigned long long units
+        cdef long long mul
+        while off < stop and size - off >= 12:
+            btype = u32(buf, off, little)
+            blen = u32(buf, off + 4, little)
+            if (
+                btype == SHB or btype == IDB or btype == OPB
+                or blen < 12 or blen & 3 or blen > MAX_BLOCK_LEN
+                or off + <Py_ssize_t>blen > size
+                or u32(buf, off + blen - 4, little) != blen
+            ):
+                break
+            if btype == EPB and blen >= 32:
+                iface = u32(buf, off + 8, little)
+                incl = u32(buf, off + 20, little)
+                if iface < self.n_interfaces and incl <= blen - 32:
+                    mul = self.muls[iface]
+                    units = (<unsigned long long>u32(buf, off + 12, little) << 32) | u32(
+                        buf, off + 16, little
+                    )
+                    if mul == 0 or units > <unsigned long long>(MAX_TS_NS // mul):
+                        break
+                    last_ts = <long long>units * mul // self.divs[iface]
+            off += blen
+        return off, last_ts

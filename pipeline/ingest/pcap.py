@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from struct import Struct
 from typing import TYPE_CHECKING
@@ -60,6 +60,9 @@ def parse_pcap_header(buf: Buffer, size: int) -> PcapHeader | CaptureAnomaly:
     )
     # The upper bits of the link type field may carry FCS information.
     return PcapHeader(byte_order, nanos, link_field & 0xFFFF, snaplen, record_header_len)
+
+
+RecordSkip = Callable[[int, int | None], tuple[int, int | None]]
 
 
 class PcapRecords:
@@ -157,11 +160,19 @@ class PcapRecords:
             i = positions.index(best)
             positions[i] = self.buf.find(needles[i], best + 1)
 
-    def offsets(self, start: int) -> Iterator[int]:
-        """Offsets of the records a reader starting at `start` decodes (used for splitting)."""
+    def offsets(self, start: int, skip: RecordSkip | None = None) -> Iterator[int]:
+        """Offsets of the records a reader starting at `start` decodes (used for splitting).
+
+        ``skip(offset, last_sec)``: walks regular records from an offset, these are not
+        yielded; it returns where it stopped and the seconds of the last record it walked
+        (the splitter's compiled walk, which needs only some of the offsets)."""
         last_sec: int | None = None
         off = start
         while off < self.size:
+            if skip is not None:
+                off, last_sec = skip(off, last_sec)
+                if off >= self.size:
+                    return
             if self.size - off >= self.hlen:
                 sec, frac, incl, orig = self.unpack(self.buf, off)
                 regular = incl <= self.limit and incl <= orig and frac < self.frac_limit

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from struct import Struct
 
@@ -288,12 +288,19 @@ class PcapngBlocks:
         ts_ns = fields[1] * iface.ts_mul // iface.ts_div + iface.ts_offset_ns
         return ts_ns if 0 <= ts_ns <= MAX_TS_NS else None
 
-    def offsets(self, start: int) -> Iterator[int]:
+    def offsets(self, start: int, skip: Callable[[int], int] | None = None) -> Iterator[int]:
         """Offsets of the blocks a reader starting at `start` visits (used for splitting).
 
-        The context at each yielded offset is the one in force before that block.
+        The context at each yielded offset is the one in force before that block. ``skip``:
+        walks blocks from an offset that `next_block` would only step over (keeping the
+        context's last packet time), these are not yielded; returns where it stopped (the
+        splitter's compiled walk, which needs only some of the offsets).
         """
         off: int | None = start
         while off is not None and off < self.size:
+            if skip is not None:
+                off = skip(off)
+                if off >= self.size:
+                    return
             yield off
             off = self.next_block(off)[0]

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from pipeline.compiled import load
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from pipeline.ingest._scan import PacketScanner
 
-__all__ = ["PacketScanner", "SCAN_CAPACITY", "new_scanner"]
+__all__ = ["PacketScanner", "SCAN_CAPACITY", "compiled_walks", "new_scanner"]
 
 SCAN_CAPACITY = 16_384  # packets a scanner holds before the reader hands them on
 
@@ -20,3 +22,9 @@ SCAN_CAPACITY = 16_384  # packets a scanner holds before the reader hands them o
 def new_scanner(capacity: int = SCAN_CAPACITY) -> PacketScanner | None:
     module = load("pipeline.ingest._scan")
     return None if module is None else module.PacketScanner(capacity)
+
+
+def compiled_walks() -> ModuleType | None:
+    """The module of the splitter's compiled walks (`walk_pcap`, `PcapngWalk`), or None: the
+    splitter then walks every record header in Python."""
+    return load("pipeline.ingest._scan")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from pipeline.ingest.pcap import FILE_HEADER_LEN, PcapHeader, PcapRecords, parse_pcap_header
 from pipeline.ingest.pcapng_blocks import PcapngBlocks, PcapngContext
+from pipeline.ingest.scan import compiled_walks
 from pipeline.ingest.sniff import detect_format
 
 
@@ -54,9 +55,19 @@ def _split_pcap(path: str, buf: mmap.mmap, size: int, target: int) -> list[Captu
     header = parse_pcap_header(buf, size)
     if not isinstance(header, PcapHeader):
         return [CaptureSplit(path, 0, 0, size, "pcap", None)]
+    records = PcapRecords(buf, size, header)
     starts = [0]
     next_cut = target
-    for off in PcapRecords(buf, size, header).offsets(FILE_HEADER_LEN):
+    walk = compiled_walks()
+
+    def skip(off: int, last_sec: int | None) -> tuple[int, int | None]:
+        assert walk is not None
+        little, hlen, frac_limit = header.byte_order == "<", records.hlen, records.frac_limit
+        ref = -1 if last_sec is None else last_sec
+        off, sec = walk.walk_pcap(buf, off, next_cut, little, hlen, records.limit, frac_limit, ref)
+        return off, None if sec < 0 else sec
+
+    for off in records.offsets(FILE_HEADER_LEN, None if walk is None else skip):
         if off >= next_cut:
             starts.append(off)
             next_cut = off + target
@@ -68,7 +79,22 @@ def _split_pcapng(path: str, buf: mmap.mmap, size: int, target: int) -> list[Cap
     starts = [0]
     contexts: list[PcapngContext | None] = [None]
     next_cut = target
-    for off in blocks.offsets(0):
+    walks = compiled_walks()
+    walk = None if walks is None else walks.PcapngWalk()
+    clocks_of: tuple[int, int] = (0, -1)  # (id, length) of the interface list walk knows
+
+    def skip(off: int) -> int:
+        nonlocal clocks_of
+        assert walk is not None
+        interfaces = blocks.interfaces
+        if clocks_of != (id(interfaces), len(interfaces)):  # a new section or interface
+            walk.set_clocks([(i.ts_mul, i.ts_div, i.ts_offset_ns) for i in interfaces])
+            clocks_of = (id(interfaces), len(interfaces))
+        little = blocks.order == "<"
+        off, blocks.last_ts_ns = walk.walk(buf, off, next_cut, little, blocks.last_ts_ns)
+        return off
+
+    for off in blocks.offsets(0, None if walk is None else skip):
         if off >= next_cut:
             starts.append(off)
             contexts.append(blocks.context())

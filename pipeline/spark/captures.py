@@ -196,8 +196,9 @@ def packets_frame(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     tasks = plan_tasks(paths, split_bytes)
-    plan = spark.createDataFrame([(t.file_id, t.split) for t in tasks], "file_id int, split binary")
-    plan = plan.repartition(max(1, len(tasks)))
+    # A split per partition, without a shuffle (a local relation would need one to spread)
+    rows = spark.sparkContext.parallelize([(t.file_id, t.split) for t in tasks], len(tasks) or 1)
+    plan = spark.createDataFrame(rows, "file_id int, split binary")
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -9,7 +9,9 @@ import pytest
 from pipeline.ingest.pcapng_blocks import PcapngContext
 from pipeline.ingest.reader import CaptureReader
 from pipeline.ingest.records import CaptureStats, TcpPacket
+from pipeline.ingest.scan import compiled_walks
 from pipeline.ingest.split import CaptureSplit, split_capture
+from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
 
 
@@ -64,6 +66,23 @@ def test_splits_read_back_exactly_the_whole_file(tmp_path: Path, fmt: str) -> No
     assert_same_as_whole(path, 20_000, 5)
 
 
+def split_both_ways(path: Path, target: int) -> list[CaptureSplit]:
+    """The splits with the compiled walk, checked against the walk of every header in Python."""
+    splits = split_capture(str(path), target)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("pipeline.ingest.split.compiled_walks", lambda: None)
+        assert split_capture(str(path), target) == splits
+    return splits
+
+
+@pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_the_compiled_walk_cuts_where_the_python_walk_does(path: Path) -> None:
+    assert compiled_walks() is not None
+    size = path.stat().st_size
+    for target in (64, 1_000, size // 3 + 1):
+        split_both_ways(path, target)
+
+
 def test_split_of_a_corrupt_pcap_agrees_with_the_whole_read(tmp_path: Path) -> None:
     data = bytearray(g.pcap_bytes(capture().packets))
     records = [24]
@@ -83,6 +102,8 @@ def test_split_of_a_corrupt_pcap_agrees_with_the_whole_read(tmp_path: Path) -> N
     ]
     for target in (3_000, 7_777, 25_000):
         assert_same_as_whole(path, target, 2)
+    for target in (100, 3_000, 7_777):
+        split_both_ways(path, target)
 
 
 def test_split_of_a_corrupt_multi_section_pcapng_agrees(tmp_path: Path) -> None:
@@ -103,6 +124,8 @@ def test_split_of_a_corrupt_multi_section_pcapng_agrees(tmp_path: Path) -> None:
     assert anomalies == [("bad_block_length", blocks[12]), ("bad_block_length", blocks[-20])]
     for target in (4_000, 15_000):
         assert_same_as_whole(path, target, 3)
+    for target in (100, 4_000, 15_000):
+        split_both_ways(path, target)
 
 
 def test_simple_packet_blocks_at_a_split_start_keep_the_time_before_them(tmp_path: Path) -> None:
@@ -120,7 +143,7 @@ def test_simple_packet_blocks_at_a_split_start_keep_the_time_before_them(tmp_pat
     assert {i.ts_ns for i in items[-5:]} == {last_timed}
     for target in (2_000, 9_000, 21_000):
         assert_same_as_whole(path, target, 2)
-    splits = split_capture(str(path), 2_000)
+    splits = split_both_ways(path, 2_000)
     assert any(
         isinstance(s.context, PcapngContext) and s.context.last_ts_ns == last_timed for s in splits
     )
