@@ -22,6 +22,6 @@ def test_the_users_java_options_come_last_so_theirs_win(tmp_path) -> None:
 
 @pytest.mark.spark
 def test_the_running_jvm_got_the_options(spark) -> None:
-    jvm = spark.sparkContext._jvm
-    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    arguments = list(runtime.getInputArguments())
     assert LOCAL_JIT_OPTIONS in arguments
