@@ -259,13 +259,13 @@ class ConnectionTracker:
         conn = self.connection
         if conn is None:
             return None
-        sender = Endpoint(src_ip, src_port)
-        stream = self._streams.get(sender)
+        stream = self._streams.get(Endpoint(src_ip, src_port))
         if stream is None:
             return None
-        if sender == conn.client:
+        # per packet: the fields, not Endpoints built from them
+        if src_port == conn.client_port and src_ip == conn.client_ip:
             return conn, stream, True
-        if sender == conn.server:
+        if src_port == conn.server_port and src_ip == conn.server_ip:
             return conn, stream, False
         return None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from functools import lru_cache
 from typing import Any
 
 from pipeline.session.options import ModelOptions
@@ -33,6 +34,7 @@ _ESCAPE = re.compile(r"\\.")
 _NOT_LETTER = re.compile(r"[^a-z]")
 
 
+@lru_cache(maxsize=4096)  # per header of every frame; names repeat, hostile ones are evicted
 def is_secret_header(name: str) -> bool:
     """Whether a broker could take a header of this name for the passcode (see module doc)."""
     lowered = name.lower()
