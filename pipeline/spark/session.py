@@ -36,7 +36,8 @@ JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
 # queries (the validation suites) and shuffles, where C2's compile threads take more CPU than
 # their faster code gives back; the flow pass's work is Python's. `stomp-lake run` on 0.58 GB,
 # 2 cores, runs alternated: 35.8 / 35.6 s with C1 only, 46.1 / 42.0 s with C2 (validation
-# 14.0 / 14.0 s against 20.3 / 17.5 s, Spark's start 5.2 / 4.9 against 6.7 / 6.5 s).
+# 14.0 / 14.0 s against 20.3 / 17.5 s, Spark's start 5.2 / 4.9 against 6.7 / 6.5 s); on 2.26 GB
+# 77.2 / 73.7 s against 89.8 / 80.9 s, the compute stage alike (47.5-47.7 against 48.0-50.9 s).
 LOCAL_JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
 # PySpark logs every SQL error again as a JSON record with its stack trace.
 QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
