@@ -82,30 +82,23 @@ class ConnectionDriver:
         """A packet with payload, all captured, no SYN, FIN or RST, taken without building it
         when it continues its direction of a plain TCP session exactly (True); else the caller
         feeds it with `packet`. The model gets the same call `packet` would make."""
-        state = self._state
-        if state is None or state.model is None:
+        plain = self._plain_tcp()
+        if plain is None:
             return False
-        transport = state.transport
-        if transport is not None and transport.state != TCP:
-            return False
-        taken = state.tracker.add_in_order(src_ip, src_port, seq, payload, ts_ns)
+        tracker, model = plain
+        taken = tracker.add_in_order(src_ip, src_port, seq, payload, ts_ns)
         if taken is None:
             return False
         from_client, data = taken
-        state.model.on_data(Direction.of(from_client), data.ts_ns, data.offset, data.data, source)
+        model.on_data(Direction.of(from_client), data.ts_ns, data.offset, data.data, source)
         return True
 
     def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
         """Where this sender's next packet must start for `data_in_order` to take it, and the
         highest byte it sent + 1 (both unwrapped sequence numbers); None when it would not.
         Packets found to continue from there can be passed on together with `data_run`."""
-        state = self._state
-        if state is None or state.model is None:
-            return None
-        transport = state.transport
-        if transport is not None and transport.state != TCP:
-            return None
-        return state.tracker.in_order_position(src_ip, src_port)
+        plain = self._plain_tcp()
+        return None if plain is None else plain[0].in_order_position(src_ip, src_port)
 
     def data_run(
         self,
@@ -128,6 +121,17 @@ class ConnectionDriver:
         )
         model = state.model
         model.on_data_run(Direction.of(from_client), offset, data, sizes, timestamps, sources)
+
+    def _plain_tcp(self) -> tuple[ConnectionTracker, SessionModel] | None:
+        """The tracker and the model, when the model has started and the connection carries
+        STOMP over plain TCP (the fast paths' condition)."""
+        state = self._state
+        if state is None or state.model is None:
+            return None
+        transport = state.transport
+        if transport is not None and transport.state != TCP:
+            return None
+        return state.tracker, state.model
 
     def packet(self, packet: TcpPacket, payload: bytes, source: Source) -> None:
         if self._first_source is None:

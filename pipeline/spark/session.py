@@ -38,7 +38,10 @@ JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
 # 2 cores, runs alternated: 35.8 / 35.6 s with C1 only, 46.1 / 42.0 s with C2 (validation
 # 14.0 / 14.0 s against 20.3 / 17.5 s, Spark's start 5.2 / 4.9 against 6.7 / 6.5 s); on 2.26 GB
 # 77.2 / 73.7 s against 89.8 / 80.9 s, the compute stage alike (47.5-47.7 against 48.0-50.9 s).
-LOCAL_JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
+# With C1 alone the JVM reserves 48 MB for compiled code, not 240 MB: a long-lived session (the
+# test suite's, an audit prompt) filled it with generated query code and died ("Out of space in
+# CodeCache for adapters"). The tiered default is kept.
+LOCAL_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # PySpark logs every SQL error again as a JSON record with its stack trace.
 QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
