@@ -112,14 +112,13 @@ class ConnectionDriver:
         """`data_in_order` of consecutive packets of one sender that each continue the last
         (from `in_order_position`, none a keep-alive probe), with only bare ACKs of the other
         sender taken in between; ``last_ns``: the capture time of the latest of them all."""
-        state = self._state
-        assert state is not None and state.model is not None
+        plain = self._plain_tcp()
+        assert plain is not None  # as `in_order_position` found it
+        tracker, model = plain
         data = b"".join(payloads)
         sizes = [len(payload) for payload in payloads]
-        from_client, offset = state.tracker.add_run(
-            src_ip, src_port, data, sizes, timestamps[-1], last_ns
-        )
-        model = state.model
+        last = timestamps[-1]
+        from_client, offset = tracker.add_run(src_ip, src_port, data, sizes, last, last_ns)
         model.on_data_run(Direction.of(from_client), offset, data, sizes, timestamps, sources)
 
     def _plain_tcp(self) -> tuple[ConnectionTracker, SessionModel] | None:

@@ -364,7 +364,7 @@ cdef class PacketScanner:
 
 # -- the splitter's walk -------------------------------------------------------------------------
 # `pipeline.ingest.split` cuts a capture where a reader of the previous range stops: it visits
-# every record (block) header. These walk the regular ones, as `PcapRecords.visit` and
+# every record (block) header. These walk the regular ones, as `PcapRecords.offsets` and
 # `PcapngBlocks.next_block` take them, and stop at anything else for those to decide.
 
 DEF SHB = 0x0A0D0D0A
