@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.spark import class_archive
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -109,6 +111,9 @@ def base_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.driver.extraJavaOptions"] += f" {LOCAL_JIT_OPTIONS}"
+        archive = class_archive.java_options()
+        if archive:
+            conf["spark.driver.extraJavaOptions"] += f" {archive}"
     return conf
 
 

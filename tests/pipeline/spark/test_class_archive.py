@@ -1,0 +1,84 @@
+"""pipeline/spark/class_archive.py: which archive a local JVM maps, and when a new one is due."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.spark import class_archive
+from pipeline.spark.class_archive import (
+    ARCHIVE_VARIABLE,
+    archive_key,
+    archive_path,
+    java_options,
+    make_archive,
+)
+from pipeline.spark.session import base_conf
+
+JAVA = "spark.driver.extraJavaOptions"
+
+
+@pytest.fixture
+def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A JDK and PySpark's jars of our own, and an empty archive folder."""
+    jdk = tmp_path / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "lib").mkdir()
+    (jdk / "bin" / "java").write_bytes(b"java")
+    (jdk / "lib" / "modules").write_bytes(b"modules")
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"core")
+    monkeypatch.setattr(class_archive, "_java", lambda: jdk / "bin" / "java")
+    monkeypatch.setattr(class_archive, "_pyspark_jars", lambda: jars)
+    monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "archives"))
+    return tmp_path
+
+
+def test_the_key_changes_with_the_jdk_and_the_jars(install: Path) -> None:
+    first = archive_key()
+    assert first is not None and archive_key() == first
+    (install / "jars" / "delta.jar").write_bytes(b"delta")
+    second = archive_key()
+    assert second != first
+    (install / "jdk" / "lib" / "modules").write_bytes(b"modules of another build")
+    assert archive_key() not in (first, second)
+
+
+def test_no_jdk_no_archive(install: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(class_archive, "_java", lambda: None)
+    assert archive_key() is None and archive_path() is None and java_options() == ""
+
+
+def test_a_local_session_maps_the_archive_once_it_exists(install: Path) -> None:
+    assert java_options() == "" and "SharedArchiveFile" not in base_conf("local[2]")[JAVA]
+    path = archive_path()
+    assert path is not None
+    path.parent.mkdir()
+    path.write_bytes(b"an archive")
+    local = base_conf("local[2]", scratch=install)[JAVA]
+    assert f"-XX:SharedArchiveFile={path} -Xshare:auto" in local
+    assert "SharedArchiveFile" not in base_conf("spark://host:7077", scratch=install)[JAVA]
+
+
+def test_an_existing_archive_is_not_made_again(install: Path) -> None:
+    path = archive_path()
+    assert path is not None
+    path.parent.mkdir()
+    path.write_bytes(b"an archive")
+    assert make_archive(install / "no-samples-needed") == path
+    assert path.read_bytes() == b"an archive"
+
+
+@pytest.mark.spark
+def test_the_running_jvm_maps_this_installs_archive(spark) -> None:
+    """`make test` made the archive before the suite; the suite's own session uses it."""
+    path = archive_path()
+    if path is None or not path.is_file():
+        pytest.skip("no class archive for this install (made by `make spark-classes`)")
+    jvm = spark.sparkContext._jvm
+    arguments = list(
+        jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+    )
+    assert f"-XX:SharedArchiveFile={path}" in arguments
