@@ -12,7 +12,7 @@ ingesting it again would count its old part twice.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,7 +79,11 @@ class Ledger:
             return LEDGER_SCHEMA.empty_table()
         return table.to_pyarrow_table()
 
-    def scan(self, paths: Iterable[str | Path]) -> LedgerScan:
+    def scan(
+        self, paths: Iterable[str | Path], on_first_unseen: Callable[[], None] | None = None
+    ) -> LedgerScan:
+        """``on_first_unseen()`` is called once, before the first file the ledger does not know
+        by path, size and mtime is hashed (the run starts Spark then, while the files hash)."""
         entries = self.entries()
         ingested_paths = entries.column("path").to_pylist()
         known_stats = set(
@@ -103,6 +107,9 @@ class Ledger:
                 if key in known_stats:
                     scan.seen.append(key[0])
                     continue
+                if on_first_unseen is not None:
+                    on_first_unseen()
+                    on_first_unseen = None
                 found = fingerprint(candidate)
             except FileChangedWhileReading as error:
                 scan.problems.append(LedgerProblem(str(candidate), "changing", str(error)))

@@ -63,3 +63,61 @@ def test_partial_captures_left_untouched_are_reported(tmp_path: Path) -> None:
     assert sorted(stale_partials([folder], now=later)) == sorted(
         str(p.resolve()) for p in (writing, crashed)
     )
+
+
+# A fresh process: SparkStart starts nothing early where a session already runs (the suite's).
+EARLY_START = """
+import json, os, sys
+from pathlib import Path
+from pyspark import SparkContext
+from pipeline.runner import RunConfig, SparkStart
+
+config = RunConfig(inputs=[], lake=Path(sys.argv[1]), validate=False)
+seen = {}
+with SparkStart(config) as unused:
+    unused.begin()
+    unused.wait()
+    seen["unused_started"] = SparkContext._active_spark_context is not None
+seen["unused_stopped"] = SparkContext._active_spark_context is None
+with SparkStart(config) as used:
+    used.begin()
+    session = used.session()
+    seen["used_is_the_early_one"] = session is used._early.result()
+with SparkStart(config) as again:
+    again.begin()  # a session runs: nothing starts early, the running one is used
+    seen["again_started_nothing"] = again._early is None and again.session() is session
+seen["used_kept"] = SparkContext._active_spark_context is not None
+print(json.dumps(seen))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+@pytest.mark.spark
+def test_spark_started_early_is_used_or_stopped(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = tmp_path / "early.py"
+    script.write_text(EARLY_START)
+    env = dict(os.environ, PYTHONPATH=str(REPO), STOMP_LAKE_WORK=str(tmp_path / "work"))
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "lake")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "unused_started": True,
+        "unused_stopped": True,
+        "used_is_the_early_one": True,
+        "again_started_nothing": True,
+        "used_kept": True,
+    }

@@ -4,8 +4,10 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from deltalake import DeltaTable
 
+from pipeline.lake.fingerprint import FileFingerprint
 from pipeline.lake.layout import Lake
 from pipeline.lake.ledger import Ledger
 
@@ -105,3 +107,27 @@ def test_ledger_files_are_private(lake: Lake, tmp_path: Path) -> None:
         os.umask(previous)
     for entry in lake.ledger_path.rglob("*"):
         assert entry.stat().st_mode & 0o007 == 0, entry
+
+
+def test_the_first_unseen_file_is_announced_once_before_it_is_hashed(
+    lake: Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.lake import ledger as ledger_module
+
+    ledger = Ledger(lake)
+    seen = capture(tmp_path, "seen.pcap", b"old")
+    ledger.record(ledger.new_files([seen]), "batch-1")
+    events: list[str] = []
+    hash_file = ledger_module.fingerprint
+
+    def hashing(path: str | Path) -> FileFingerprint:
+        events.append(f"hash {Path(path).name}")
+        return hash_file(path)
+
+    monkeypatch.setattr(ledger_module, "fingerprint", hashing)
+    new = [capture(tmp_path, f"{n}.pcap", n.encode()) for n in ("a", "b")]
+    ledger.scan([seen, *new], on_first_unseen=lambda: events.append("unseen"))
+    assert events == ["unseen", "hash a.pcap", "hash b.pcap"]
+    events.clear()
+    ledger.scan([seen], on_first_unseen=lambda: events.append("unseen"))
+    assert events == []

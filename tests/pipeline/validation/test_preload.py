@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.runner import SparkStart
 from pipeline.validation.preload import THREAD_NAME
 from tests.conftest import REPO, SAMPLES
 
@@ -34,14 +35,18 @@ os._exit(0)
 RUN_RECORDING_IMPORTS = """
 import json, os, sys, threading
 from pathlib import Path
+from pipeline.runner import SparkStart
 from pipeline.validation.preload import THREAD_NAME
 
 attempts = []
+EARLY_START_THREAD = sys.argv[3]
 
 class ImportRecorder:
     def find_spec(self, fullname, path=None, target=None):
-        preloading = any(t.name == THREAD_NAME for t in threading.enumerate())
-        attempts.append((threading.current_thread().name, fullname, preloading))
+        names = [t.name for t in threading.enumerate()]
+        preloading = THREAD_NAME in names
+        early = any(n.startswith(EARLY_START_THREAD) for n in names)
+        attempts.append((threading.current_thread().name, fullname, preloading, early))
         return None
 
 sys.meta_path.insert(0, ImportRecorder())
@@ -101,12 +106,16 @@ def test_starting_spark_imports_nothing_once_its_modules_are_imported(tmp_path: 
 
 @pytest.mark.spark
 def test_a_run_never_imports_on_two_threads_at_once(tmp_path: Path) -> None:
-    attempts = json.loads(_run(RUN_RECORDING_IMPORTS, tmp_path, str(SAMPLES), str(tmp_path)))
+    script = RUN_RECORDING_IMPORTS
+    attempts = json.loads(
+        _run(script, tmp_path, str(SAMPLES), str(tmp_path), SparkStart.THREAD_NAME)
+    )
     # Looking for a module that is not installed takes no lock another import could wait on.
-    found = [(thread, name, preloading) for thread, name, preloading in attempts if _exists(name)]
-    assert any(thread == THREAD_NAME for thread, _, _ in found)  # the preload imported GX
-    assert {(t, n) for t, n, preloading in found if preloading and t != THREAD_NAME} == set()
-    assert {(t, n) for t, n, _ in found if t not in ("MainThread", THREAD_NAME)} == set()
+    found = [attempt for attempt in attempts if _exists(attempt[1])]
+    # The preload imported GX, while Spark started early (the samples were new to the lake)
+    assert any(thread == THREAD_NAME and early for thread, _, _, early in found)
+    assert {(t, n) for t, n, preloading, _ in found if preloading and t != THREAD_NAME} == set()
+    assert {(t, n) for t, n, _, _ in found if t not in ("MainThread", THREAD_NAME)} == set()
 
 
 def test_a_failed_preload_is_quiet_and_leaves_the_error_to_the_gate(tmp_path: Path) -> None:
