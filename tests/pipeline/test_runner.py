@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
 
 from pipeline.runner import InputError, RunConfig, check_inputs, sniff_captures
 from tests.conftest import SAMPLES
+from tests.support.scripts import run_script
 
 SAMPLE = sorted(SAMPLES.glob("*.pcap*"))[0]
 
@@ -95,26 +97,8 @@ os._exit(0)
 
 @pytest.mark.spark
 def test_spark_started_early_is_used_or_stopped(tmp_path: Path) -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
-    script = tmp_path / "early.py"
-    script.write_text(EARLY_START)
-    env = dict(os.environ, PYTHONPATH=str(REPO), STOMP_LAKE_WORK=str(tmp_path / "work"))
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "lake")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+    seen = json.loads(run_script(EARLY_START, tmp_path, str(tmp_path / "lake")))
+    assert seen == {
         "unused_started": True,
         "unused_stopped": True,
         "used_is_the_early_one": True,

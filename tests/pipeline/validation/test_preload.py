@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pipeline.runner import SparkStart
 from pipeline.validation.preload import THREAD_NAME
-from tests.conftest import REPO, SAMPLES
+from tests.conftest import SAMPLES
+from tests.support.scripts import run_script
 
-# Scripts, not `python -c`: with no main module file, PySpark's Connect module (which GX
-# imports) takes the process for a doctest run and exits.
 SPARK_START = """
 import json, os, sys
 from pipeline.spark.session import build_spark
@@ -35,7 +31,6 @@ os._exit(0)
 RUN_RECORDING_IMPORTS = """
 import json, os, sys, threading
 from pathlib import Path
-from pipeline.runner import SparkStart
 from pipeline.validation.preload import THREAD_NAME
 
 attempts = []
@@ -76,22 +71,6 @@ except ImportError as error:
 """
 
 
-def _run(script: str, tmp_path: Path, *args: str) -> str:
-    path = tmp_path / "script.py"
-    path.write_text(script)
-    env = dict(os.environ, PYTHONPATH=str(REPO), STOMP_LAKE_WORK=str(tmp_path / "work"))
-    done = subprocess.run(
-        [sys.executable, str(path), *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return done.stdout.strip().splitlines()[-1]
-
-
 def _exists(name: str) -> bool:
     try:
         return importlib.util.find_spec(name) is not None
@@ -101,14 +80,14 @@ def _exists(name: str) -> bool:
 
 @pytest.mark.spark
 def test_starting_spark_imports_nothing_once_its_modules_are_imported(tmp_path: Path) -> None:
-    assert json.loads(_run(SPARK_START, tmp_path)) == []
+    assert json.loads(run_script(SPARK_START, tmp_path)) == []
 
 
 @pytest.mark.spark
 def test_a_run_never_imports_on_two_threads_at_once(tmp_path: Path) -> None:
     script = RUN_RECORDING_IMPORTS
     attempts = json.loads(
-        _run(script, tmp_path, str(SAMPLES), str(tmp_path), SparkStart.THREAD_NAME)
+        run_script(script, tmp_path, str(SAMPLES), str(tmp_path), SparkStart.THREAD_NAME)
     )
     # Looking for a module that is not installed takes no lock another import could wait on.
     found = [attempt for attempt in attempts if _exists(attempt[1])]
@@ -119,4 +98,4 @@ def test_a_run_never_imports_on_two_threads_at_once(tmp_path: Path) -> None:
 
 
 def test_a_failed_preload_is_quiet_and_leaves_the_error_to_the_gate(tmp_path: Path) -> None:
-    assert _run(PRELOAD_FAILS, tmp_path) == "gate sees: ModuleNotFoundError"
+    assert run_script(PRELOAD_FAILS, tmp_path) == "gate sees: ModuleNotFoundError"
