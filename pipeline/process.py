@@ -94,6 +94,20 @@ def fewer_collections(threshold: int = GC_THRESHOLD) -> Iterator[None]:
         gc.set_threshold(*previous)
 
 
+def give_back_memory() -> None:
+    """Returns what a finished task freed to the operating system: Python's cycles collected,
+    Arrow's pool trimmed, and glibc's free lists given back (``malloc_trim``). A reused Python
+    worker otherwise holds its largest task's memory while it idles: with one 4.69 GB
+    connection, the flow pass's two workers held 540 MB through the whole validation, which
+    is when the JVM's heap peaks."""
+    gc.collect()
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None:
+        pyarrow.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def drain_native_thread_pools(timeout: float = DRAIN_TIMEOUT_SECONDS) -> bool:
     """Wait until Arrow's thread pools have no task queued or running, at most `timeout` seconds.
 

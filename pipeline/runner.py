@@ -339,6 +339,7 @@ def _run_batch(
     counts["anomalies"] += len(capture_rows)
     counts.update(stats)
     staged = stage_written(spark, lake, batch_id, folders, written)
+    packets.unpersist()  # validation needs the heap more; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
     report = None
     if config.validate:
@@ -377,7 +378,6 @@ def _run_batch(
     versions = commit_tables(staged, tables.update)
     _finish(lake, ledger, batch_id, files, flow_rows, STATE_KIND)
     flow_rows.unpersist()
-    packets.unpersist()
     timings["commit"] = _lap(mark)
     result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
     result.validation = report

@@ -26,7 +26,7 @@ import schemas
 from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, SYN
-from pipeline.process import fewer_collections
+from pipeline.process import fewer_collections, give_back_memory
 from pipeline.reassembly.stream import SEQ_MOD
 from pipeline.session import ModelOptions
 from pipeline.session.rows import Row
@@ -317,6 +317,7 @@ def run_partition(
 ) -> Iterator[pa.RecordBatch]:
     with fewer_collections():
         yield from _partition(batches, config, task_counters)
+    give_back_memory()  # the worker is reused, and idles through validation
 
 
 def _partition(
