@@ -134,8 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from pipeline.cli import SAMPLES_DIR
 
-    force = "--force" in args
-    path = make_archive(SAMPLES_DIR, force=force)
+    try:
+        path = make_archive(SAMPLES_DIR, force="--force" in args)
+    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
+        # An optimisation only: without the archive every start is as it was
+        print(f"class archive: not made ({error}); Spark starts without it", file=sys.stderr)
+        return 0
     print(f"class archive: {path}" if path is not None else "class archive: no JDK or PySpark")
     return 0
 

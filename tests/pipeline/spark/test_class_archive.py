@@ -82,3 +82,16 @@ def test_the_running_jvm_maps_this_installs_archive(spark) -> None:
         jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
     )
     assert f"-XX:SharedArchiveFile={path}" in arguments
+
+
+def test_an_archive_that_cannot_be_made_never_stops_the_setup(
+    install: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+
+    def failing(samples: Path, *, force: bool = False) -> Path:
+        raise subprocess.CalledProcessError(1, ["java"])
+
+    monkeypatch.setattr(class_archive, "make_archive", failing)
+    assert class_archive.main([]) == 0
+    assert "not made" in capsys.readouterr().err
