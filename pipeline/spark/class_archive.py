@@ -59,8 +59,8 @@ def archive_key() -> str | None:
     return digest.hexdigest()[:16]
 
 
-def archive_path(key: str | None = None) -> Path | None:
-    key = key or archive_key()
+def archive_path() -> Path | None:
+    key = archive_key()
     return None if key is None else archive_dir() / f"spark-classes-{key}.jsa"
 
 
