@@ -8,7 +8,7 @@ pending frame or heart-beat can still refer to them.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from operator import itemgetter
 
@@ -21,11 +21,22 @@ _KEEP_RECENT = 4096
 
 @dataclass(slots=True)
 class Stamp:
-    """A capture time in the three forms rows need."""
+    """A capture time in the three forms rows need. Most stamps (one per packet) never reach a
+    row: the datetime is made when first asked for."""
 
     ts_ns: int
-    ts: datetime
-    date: date
+    _ts: datetime | None = field(default=None, kw_only=True, repr=False, compare=False)
+
+    @property
+    def ts(self) -> datetime:
+        ts = self._ts
+        if ts is None:
+            ts = self._ts = to_datetime(self.ts_ns)
+        return ts
+
+    @property
+    def date(self) -> date:
+        return self.ts.date()
 
 
 @dataclass(slots=True)
@@ -49,14 +60,13 @@ class Chunk(Stamp):
 
 
 def make_stamp(ts_ns: int) -> Stamp:
-    ts = to_datetime(ts_ns)
-    return Stamp(ts_ns, ts, ts.date())
+    return Stamp(ts_ns)
 
 
 def make_chunk(start: int, end: int, ts_ns: int, source: tuple[str, int] | None) -> Chunk:
-    ts = to_datetime(ts_ns)
-    file, file_offset = source if source is not None else (None, None)
-    return Chunk(ts_ns, ts, ts.date(), start, end, file, file_offset)
+    if source is None:
+        return Chunk(ts_ns, start, end, None, None)
+    return Chunk(ts_ns, start, end, source[0], source[1])
 
 
 class DirectionStream:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pipeline.driver import DriverState
 
-STATE_VERSION = 2  # 1: pipeline.flows.FlowState, before the connection driver
+STATE_VERSION = 3  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps
 
 
 @dataclass(slots=True)

@@ -54,3 +54,11 @@ def test_stamp_has_microsecond_datetime_and_date() -> None:
     stamp = make_stamp(T0 + 123_456_789)
     assert stamp.ts.microsecond == 123_456 and stamp.ts.tzinfo is not None
     assert stamp.date.isoformat() == "2023-11-14"
+
+
+def test_a_stamp_makes_its_datetime_once_and_only_when_asked() -> None:
+    chunk = make_chunk(0, 10, T0, ("a.pcapng", 24))
+    assert chunk._ts is None  # one per packet: most never reach a row
+    first = chunk.ts
+    assert chunk.ts is first and chunk.date == first.date()
+    assert chunk == make_chunk(0, 10, T0, ("a.pcapng", 24))  # the cache is not compared
