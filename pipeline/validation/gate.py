@@ -14,11 +14,12 @@ import os
 import queue
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import schemas
 from pipeline.errors import StompLakeError
@@ -43,6 +44,8 @@ INDEX_COLUMNS = ("session_id", "frame_index")  # name the rows of a failed expec
 # (planning, code generation and its JIT compilation) or GX's Python, which suites in flight
 # overlap. On 2 cores (116 MB batch): 2 threads 15.0-15.2 s, 3 threads 13.6-13.8 s, 4 no better.
 SUITE_THREADS = 3
+
+T = TypeVar("T")
 DOCS_TEXT_SUFFIXES = (".html", ".json", ".js", ".txt", ".md")
 
 
@@ -140,17 +143,22 @@ def validate_batch(
         return found
 
     # The cross-table checks are Spark jobs, GX's set-up is Python: each runs while the other
-    # waits. The checks import nothing: all they need is imported with this module
-    # (tests/pipeline/validation/test_preload.py checks that no two threads import at once).
-    with ThreadPoolExecutor(1, thread_name_prefix="validate-checks") as pool:
-        cross_table = pool.submit(cross_table_frames)
-        mark = time.monotonic()
-        context = _context(lake, batch_id)
-        definitions = {name: _definition(context, name, frames[name]) for name in schemas.TABLES}
-        timings["gx_setup"] = time.monotonic() - mark
+    # waits, and the tables' own suites start before the checks end. The checks import nothing:
+    # all they need is imported with this module (tests/pipeline/validation/test_preload.py
+    # checks that no two threads import at once).
+    checks_thread = ThreadPoolExecutor(1, thread_name_prefix="validate-checks")
+    cross_table = checks_thread.submit(cross_table_frames)
+    checks_thread.shutdown(wait=False)  # its one task still runs
+    mark = time.monotonic()
+    context = _context(lake, batch_id)
+    definitions = {name: _definition(context, name, frames[name]) for name in schemas.TABLES}
+    timings["gx_setup"] = time.monotonic() - mark
+
+    def checks_done() -> None:
         frames.update(cross_table.result())
-    for name in CROSS_TABLE_SUITES:
-        definitions[name] = _definition(context, name, frames[name])
+        for name in CROSS_TABLE_SUITES:
+            definitions[name] = _definition(context, name, frames[name])
+
     # GX's Spark engine runs `unexpected_rows_expectation` queries on a temp view it always names
     # `tmp_view`: each suite in flight gets a Spark session of its own (same context and cache)
     # so that suites can run side by side without reading each other's rows.
@@ -189,12 +197,12 @@ def validate_batch(
     mark = time.monotonic()
     results = {}
     order = sorted(SUITE_NAMES, key=lambda name: -_expected_cost(name, counts))
-    with ThreadPoolExecutor(SUITE_THREADS, thread_name_prefix="validate") as pool:
-        for name, result, seconds in pool.map(run_suite, order):
-            results[name] = result
-            timings[name] = seconds
-            if suite_done is not None:
-                suite_done(len(results), len(order))
+    held = (cross_table, CROSS_TABLE_SUITES, checks_done)
+    for name, result, seconds in _costliest_first(run_suite, order, SUITE_THREADS, held):
+        results[name] = result
+        timings[name] = seconds
+        if suite_done is not None:
+            suite_done(len(results), len(order))
     timings["suites"] = time.monotonic() - mark
     docs_index = None
     if build_docs:
@@ -305,6 +313,36 @@ def _resolves_on(frame: DataFrame) -> Callable[[str], bool]:
         return True
 
     return resolves
+
+
+def _costliest_first(
+    run: Callable[[str], T],
+    order: list[str],
+    threads: int,
+    held: tuple[Future[Any], tuple[str, ...], Callable[[], None]],
+) -> Iterator[T]:
+    """``run`` of every name, on ``threads`` threads, each thread taking the first name of
+    ``order`` it may run; results as they come. ``held`` (future, names, release): those names
+    may run once the future is done and ``release()`` has returned (called here)."""
+    awaited, held_names, release = held
+    pending = list(order)
+    running: set[Future[T]] = set()
+    released = False
+    with ThreadPoolExecutor(threads, thread_name_prefix="validate") as pool:
+        while pending or running:
+            if not released and awaited.done():
+                release()
+                released = True
+            for name in [n for n in pending if released or n not in held_names]:
+                if len(running) == threads:
+                    break
+                pending.remove(name)
+                running.add(pool.submit(run, name))
+            watched: set[Future[Any]] = set(running) if released else {*running, awaited}
+            done, _ = wait_for(watched, return_when=FIRST_COMPLETED)
+            for future in done & running:
+                running.remove(future)
+                yield future.result()
 
 
 def _expected_cost(name: str, counts: dict[str, Any]) -> int:

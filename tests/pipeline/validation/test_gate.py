@@ -167,3 +167,53 @@ def test_a_suite_costs_the_rows_it_reads() -> None:
     assert _expected_cost("session_consistency", counts) == 900
     assert _expected_cost("acks", counts) == 10
     assert _expected_cost("sessions", counts) == _expected_cost("receipts", counts) == 0
+
+
+def test_suites_run_costliest_first_and_held_ones_once_released() -> None:
+    from concurrent.futures import Future
+
+    from pipeline.validation.gate import _costliest_first
+
+    checks: Future[None] = Future()
+    started: list[str] = []
+    released: list[bool] = []
+
+    def run(name: str) -> str:
+        started.append(name)
+        if name == "a":  # the checks end while a table's suite runs
+            checks.set_result(None)
+        if name == "cross":
+            assert released
+        return name
+
+    order = ["cross", "a", "b", "c"]
+    release = (checks, ("cross",), lambda: released.append(True))
+    assert sorted(_costliest_first(run, order, 1, release)) == sorted(order)
+    # "cross" waited for the checks while the next one ran, then came first again
+    assert started == ["a", "cross", "b", "c"]
+
+
+def test_suites_run_no_more_at_once_than_threads() -> None:
+    import threading
+    import time
+    from concurrent.futures import Future
+
+    from pipeline.validation.gate import _costliest_first
+
+    checks: Future[None] = Future()
+    checks.set_result(None)
+    lock = threading.Lock()
+    in_flight = [0, 0]  # now, most
+
+    def run(name: str) -> str:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+        time.sleep(0.01)
+        with lock:
+            in_flight[0] -= 1
+        return name
+
+    names = [f"suite{i}" for i in range(9)]
+    assert sorted(_costliest_first(run, names, 3, (checks, (), lambda: None))) == names
+    assert in_flight[1] == 3
