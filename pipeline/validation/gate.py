@@ -44,9 +44,9 @@ INDEX_COLUMNS = ("session_id", "frame_index")  # name the rows of a failed expec
 # (planning, code generation and its JIT compilation) or GX's Python, which suites in flight
 # overlap. On 2 cores (116 MB batch): 2 threads 15.0-15.2 s, 3 threads 13.6-13.8 s, 4 no better.
 SUITE_THREADS = 3
+DOCS_TEXT_SUFFIXES = (".html", ".json", ".js", ".txt", ".md")
 
 T = TypeVar("T")
-DOCS_TEXT_SUFFIXES = (".html", ".json", ".js", ".txt", ".md")
 
 
 @dataclass(slots=True)
