@@ -197,8 +197,15 @@ def validate_batch(
     mark = time.monotonic()
     results = {}
     order = sorted(SUITE_NAMES, key=lambda name: -_expected_cost(name, counts))
-    held = (cross_table, CROSS_TABLE_SUITES, checks_done)
-    for name, result, seconds in _costliest_first(run_suite, order, SUITE_THREADS, held):
+    suites = _costliest_first(
+        run_suite,
+        order,
+        SUITE_THREADS,
+        held=CROSS_TABLE_SUITES,
+        until=cross_table,
+        then=checks_done,
+    )
+    for name, result, seconds in suites:
         results[name] = result
         timings[name] = seconds
         if suite_done is not None:
@@ -319,26 +326,28 @@ def _costliest_first(
     run: Callable[[str], T],
     order: list[str],
     threads: int,
-    held: tuple[Future[Any], tuple[str, ...], Callable[[], None]],
+    *,
+    held: tuple[str, ...],
+    until: Future[Any],
+    then: Callable[[], None],
 ) -> Iterator[T]:
     """``run`` of every name, on ``threads`` threads, each thread taking the first name of
-    ``order`` it may run; results as they come. ``held`` (future, names, release): those names
-    may run once the future is done and ``release()`` has returned (called here)."""
-    awaited, held_names, release = held
+    ``order`` it may run; results as they come. The ``held`` names may run once ``until`` is
+    done and ``then()`` (called here) has returned."""
     pending = list(order)
     running: set[Future[T]] = set()
     released = False
     with ThreadPoolExecutor(threads, thread_name_prefix="validate") as pool:
         while pending or running:
-            if not released and awaited.done():
-                release()
+            if not released and until.done():
+                then()
                 released = True
-            for name in [n for n in pending if released or n not in held_names]:
+            for name in [n for n in pending if released or n not in held]:
                 if len(running) == threads:
                     break
                 pending.remove(name)
                 running.add(pool.submit(run, name))
-            watched: set[Future[Any]] = set(running) if released else {*running, awaited}
+            watched: set[Future[Any]] = set(running) if released else {*running, until}
             done, _ = wait_for(watched, return_when=FIRST_COMPLETED)
             for future in done & running:
                 running.remove(future)

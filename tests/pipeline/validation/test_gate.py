@@ -187,8 +187,10 @@ def test_suites_run_costliest_first_and_held_ones_once_released() -> None:
         return name
 
     order = ["cross", "a", "b", "c"]
-    release = (checks, ("cross",), lambda: released.append(True))
-    assert sorted(_costliest_first(run, order, 1, release)) == sorted(order)
+    finished = _costliest_first(
+        run, order, 1, held=("cross",), until=checks, then=lambda: released.append(True)
+    )
+    assert sorted(finished) == sorted(order)
     # "cross" waited for the checks while the next one ran, then came first again
     assert started == ["a", "cross", "b", "c"]
 
@@ -215,5 +217,6 @@ def test_suites_run_no_more_at_once_than_threads() -> None:
         return name
 
     names = [f"suite{i}" for i in range(9)]
-    assert sorted(_costliest_first(run, names, 3, (checks, (), lambda: None))) == names
+    finished = _costliest_first(run, names, 3, held=(), until=checks, then=lambda: None)
+    assert sorted(finished) == names
     assert in_flight[1] == 3
