@@ -32,7 +32,7 @@ from pipeline.session import ModelOptions
 from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
 from pipeline.spark.payloads import PayloadFiles
-from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack
+from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack_column
 from pipeline.spark.table_files import TableFileWriter, WrittenFile
 
 if TYPE_CHECKING:
@@ -112,20 +112,20 @@ class FlowRunner:
     def feed_batch(self, batch: pa.RecordBatch) -> None:
         """A batch of the sorted stream: columns record_type, flow_key, file_id, packets, state."""
         names = batch.schema.names
-        count = batch.num_rows
-        nulls = [None] * count
+        nulls = [None] * batch.num_rows
         columns = [
             batch.column(name).to_pylist() if name in names else nulls
-            for name in ("record_type", "flow_key", "file_id", "packets", "state")
+            for name in ("record_type", "flow_key", "file_id", "state")
         ]
-        for record_type, key, file_id, blob, state in zip(*columns, strict=True):
+        packets = unpack_column(batch.column("packets")) if "packets" in names else nulls
+        for record_type, key, file_id, state, piece in zip(*columns, packets, strict=True):
             if key != self._key:
                 self._end_flow()
                 self._start_flow(key)
             if record_type == "state":
                 self.resume(key, state)
             else:
-                self.feed_piece(Piece(key, file_id, unpack(blob)))
+                self.feed_piece(Piece(key, file_id, piece))
 
     def resume(self, key: str, state: bytes) -> None:
         """A connection carried from an earlier batch: comes before the flow's pieces."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
 
 from pipeline.ingest.decode import v4_name, v6_name
 from pipeline.ingest.records import TcpPacket
@@ -27,7 +28,10 @@ from pipeline.net import FlowEnds, flow_key, key_ends
 if TYPE_CHECKING:
     from pipeline.ingest.scan import PacketScanner
 
-__all__ = ["PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "unpack"]
+__all__ = [
+    "PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "unpack",
+    "unpack_column",
+]  # fmt: skip
 
 PACKET_DTYPE = np.dtype(
     [
@@ -189,6 +193,21 @@ def _scanned_flows(
 
 def unpack(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=PACKET_DTYPE)
+
+
+def unpack_column(column: pa.Array) -> list[np.ndarray | None]:
+    """Each cell of a binary column of packed packets (None for a null), as `unpack` gives it
+    but over the column's own buffer: a batch of pieces is not copied into Python bytes."""
+    _validity, offsets_buffer, data = column.buffers()
+    width = np.int64 if pa.types.is_large_binary(column.type) else np.int32
+    start = column.offset
+    offsets = np.frombuffer(offsets_buffer, width)[start : start + len(column) + 1].tolist()
+    body = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+    nulls = column.is_null().to_pylist() if column.null_count else [False] * len(column)
+    return [
+        None if null else body[begin:end].view(PACKET_DTYPE)
+        for null, begin, end in zip(nulls, offsets, offsets[1:], strict=False)
+    ]
 
 
 class PieceMerger:

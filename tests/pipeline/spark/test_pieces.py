@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from pipeline.spark.pieces import (
     flow_key,
     key_ends,
     unpack,
+    unpack_column,
 )
 
 A, B = ("10.0.0.1", 40000), ("10.0.0.2", 61613)
@@ -43,6 +45,28 @@ def test_builder_packs_each_flow_once_with_its_direction() -> None:
     assert unpack(stomp.packets.tobytes()).tolist() == stomp.packets.tolist()
     assert stomp.first == (10, 3, 0)
     assert list(builder.pieces()) == []
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.integers(0, 5)), min_size=1, max_size=8),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_a_column_of_pieces_unpacks_without_copies_as_each_cell_would(
+    sizes: list[int | None], skip: int, large: bool
+) -> None:
+    cells = [
+        None if size is None else _piece(0, list(range(size)), list(range(size))).packets.tobytes()
+        for size in sizes
+    ]
+    column = pa.array(cells, pa.large_binary() if large else pa.binary())[skip:]
+    unpacked = unpack_column(column)
+    assert len(unpacked) == len(column)
+    for got, cell in zip(unpacked, cells[skip:], strict=True):
+        assert (got is None) == (cell is None)
+        if got is not None and cell is not None:
+            assert got.tolist() == unpack(cell).tolist()
+            assert len(got) == 0 or not got.flags.owndata  # a view over the column's buffer
 
 
 def _piece(file_id: int, times: list[int], offsets: list[int]) -> Piece:
