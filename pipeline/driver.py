@@ -76,27 +76,10 @@ class ConnectionDriver:
         state = self._state
         return state is not None and state.tracker.add_bare_ack(src_ip, src_port, ts_ns)
 
-    def data_in_order(
-        self, src_ip: str, src_port: int, seq: int, payload: bytes, ts_ns: int, source: Source
-    ) -> bool:
-        """A packet with payload, all captured, no SYN, FIN or RST, taken without building it
-        when it continues its direction of a plain TCP session exactly (True); else the caller
-        feeds it with `packet`. The model gets the same call `packet` would make."""
-        plain = self._plain_tcp()
-        if plain is None:
-            return False
-        tracker, model = plain
-        taken = tracker.add_in_order(src_ip, src_port, seq, payload, ts_ns)
-        if taken is None:
-            return False
-        from_client, data = taken
-        model.on_data(Direction.of(from_client), data.ts_ns, data.offset, data.data, source)
-        return True
-
     def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
-        """Where this sender's next packet must start for `data_in_order` to take it, and the
-        highest byte it sent + 1 (both unwrapped sequence numbers); None when it would not.
-        Packets found to continue from there can be passed on together with `data_run`."""
+        """Where this sender's next data packet must start to be passed on with `data_run`, and
+        the highest byte it sent + 1 (both unwrapped sequence numbers: see
+        `pipeline.reassembly.stream.continues`); None when its packets go to `packet`."""
         plain = self._plain_tcp()
         return None if plain is None else plain[0].in_order_position(src_ip, src_port)
 
@@ -109,9 +92,10 @@ class ConnectionDriver:
         sources: list[Source],
         last_ns: int,
     ) -> None:
-        """`data_in_order` of consecutive packets of one sender that each continue the last
-        (from `in_order_position`, none a keep-alive probe), with only bare ACKs of the other
-        sender taken in between; ``last_ns``: the capture time of the latest of them all."""
+        """`packet` of consecutive data packets of one sender (all captured, no SYN, FIN or
+        RST), each of which continues the one before from `in_order_position`, with only bare
+        ACKs of the other sender taken in between: the tracker and the model take them as one
+        run. ``last_ns``: the capture time of the latest of them all."""
         plain = self._plain_tcp()
         assert plain is not None  # as `in_order_position` found it
         tracker, model = plain

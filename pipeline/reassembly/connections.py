@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import ACK, FIN, RST, SYN, Endpoint, FlowEnds, flow_ends
-from pipeline.reassembly.stream import Data, StreamEvent, StreamReassembler
+from pipeline.reassembly.stream import StreamEvent, StreamReassembler
 
 FAR_AWAY = 1 << 24  # sequence distance taken as "another connection" after a close
 REUSE_AFTER_IDLE_NS = 120 * 10**9  # a repeated SYN after this much silence is a new connection
@@ -208,26 +208,9 @@ class ConnectionTracker:
         stream.touch(ts_ns)
         return True
 
-    def add_in_order(
-        self, src_ip: str, src_port: int, seq: int, payload: bytes, ts_ns: int
-    ) -> tuple[bool, Data] | None:
-        """``add`` for a packet with payload, all of it captured, no SYN, FIN or RST, that
-        continues its direction of the current connection exactly (most data packets):
-        (from the client, its Data) without building events; None (and nothing changed) when
-        it needs ``add``."""
-        known = self._known_sender(src_ip, src_port)
-        if known is None or known[0].closed:
-            return None
-        conn, stream, from_client = known
-        data = stream.add_in_order(seq, payload, ts_ns)
-        if data is None:
-            return None
-        _count(conn, from_client, ts_ns)
-        return from_client, data
-
     def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
-        """`StreamReassembler.in_order_position` of this sender's direction, when
-        ``add_in_order`` could take its packets; else None."""
+        """`StreamReassembler.in_order_position` of this sender's direction, when `add_run`
+        could take its packets; else None."""
         known = self._known_sender(src_ip, src_port)
         if known is None or known[0].closed:
             return None
@@ -236,10 +219,10 @@ class ConnectionTracker:
     def add_run(
         self, src_ip: str, src_port: int, data: bytes, sizes: list[int], ts_ns: int, last_ns: int
     ) -> tuple[bool, int]:
-        """``add_in_order`` of packets each of which it would take (see `in_order_position`),
-        the last captured at ``ts_ns``; ``last_ns``: the capture time of the latest packet
-        of the connection (a bare ACK taken since may be later). (From the client, the
-        stream offset of the first byte)."""
+        """``add`` of data packets of one sender, each of which `continues` the one before
+        from `in_order_position`, the last captured at ``ts_ns``; ``last_ns``: the capture time
+        of the latest packet of the connection (a bare ACK taken since may be later). (From the
+        client, the stream offset of the first byte)."""
         known = self._known_sender(src_ip, src_port)
         assert known is not None
         conn, stream, from_client = known

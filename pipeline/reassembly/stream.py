@@ -67,6 +67,14 @@ class Conflict:
 StreamEvent = Data | Gap | Conflict
 
 
+def continues(nxt: int, high: int, seq: int, size: int) -> bool:
+    """Whether a segment of ``size`` (> 0) bytes at ``seq``, all captured, without SYN, FIN or
+    RST, is exactly the next of a stream at `StreamReassembler.in_order_position` (``nxt``,
+    ``high``), so that `StreamReassembler.add_run` may take it. A keep-alive probe (one byte
+    re-sending the highest seen) is not."""
+    return seq == nxt % SEQ_MOD and not (size <= 1 and nxt == high - 1)
+
+
 @dataclass(slots=True)
 class StreamStats:
     delivered_bytes: int = 0
@@ -206,37 +214,19 @@ class StreamReassembler:
             self._close_holes(events)
         return events
 
-    def add_in_order(self, seq: int, payload: bytes, ts_ns: int) -> Data | None:
-        """``add`` for the common segment: payload all captured, no SYN, FIN or RST, exactly the
-        bytes expected next, with nothing buffered, missing or closed in this direction. Its
-        Data, or None (and nothing changed) when ``add`` must take it."""
-        nxt = self._next
-        if (
-            self._origin is None
-            or self._starts
-            or self._holes
-            or self._fin is not None
-            or seq != nxt % SEQ_MOD
-            or (len(payload) <= 1 and nxt == self._high - 1)  # a keep-alive probe
-        ):
-            return None
-        self._last_ts = ts_ns
-        end = nxt + len(payload)
-        if end > self._high:
-            self._high = end
-        return self._take(nxt, payload, ts_ns)
-
     def in_order_position(self) -> tuple[int, int] | None:
-        """(next byte expected, highest byte seen + 1), both unwrapped, when ``add_in_order``
-        would take a segment starting at the former; None when ``add`` must take it."""
+        """(next byte expected, highest byte seen + 1), both unwrapped, when `add_run` may take
+        segments that continue from the former (see `continues`); None when ``add`` must take
+        them: nothing is buffered, missing or closed in this direction."""
         if self._origin is None or self._starts or self._holes or self._fin is not None:
             return None
         return self._next, self._high
 
     def add_run(self, data: bytes, sizes: list[int], ts_ns: int) -> int:
-        """``add_in_order`` of segments of ``sizes`` bytes, joined in ``data``, the last
-        captured at ``ts_ns``, each of which it would take (see `in_order_position`): the
-        same state after, and the stream offset of their first byte."""
+        """``add`` of segments of ``sizes`` bytes, joined in ``data``, the last captured at
+        ``ts_ns``, each of which `continues` the one before from `in_order_position`: the same
+        state after as ``add`` of each, and the stream offset of their first byte (``add``
+        would have made one Data event per segment, in order)."""
         start = self._next
         origin = self._origin
         assert origin is not None and not (self._starts or self._holes)

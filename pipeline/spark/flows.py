@@ -27,7 +27,7 @@ from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, SYN
 from pipeline.process import fewer_collections, give_back_memory
-from pipeline.reassembly.stream import SEQ_MOD
+from pipeline.reassembly.stream import continues
 from pipeline.session import ModelOptions
 from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
@@ -181,7 +181,8 @@ class FlowRunner:
     def _feed_some(self, packets: np.ndarray) -> None:
         """Packets of the current flow, in order. Data packets that continue their direction
         exactly, one after another (bare ACKs of the other direction between them), are passed
-        on as one run (`ConnectionDriver.data_run`); any other packet ends the run first."""
+        on as one run (`ConnectionDriver.data_run`), from the first such packet on; any other
+        packet ends the run first."""
         driver = self._driver
         if driver is None:
             driver = self._driver = ConnectionDriver(self._driver_config)
@@ -203,8 +204,7 @@ class FlowRunner:
                     and reverse == run.reverse
                     and p_len
                     and p_len == w_len
-                    and seq == run.next % SEQ_MOD
-                    and not (p_len <= 1 and run.next == run.high - 1)  # a keep-alive probe
+                    and continues(run.next, run.high, seq, p_len)
                 ):
                     run.add(read(file_id, p_off, p_len), ts, (paths[file_id], r_off))
                     if len(run.timestamps) >= RUN_PACKETS:
@@ -221,14 +221,13 @@ class FlowRunner:
                     continue
                 payload = b""
             else:
-                payload = read(file_id, p_off, p_len)
                 if plain and p_len == w_len:
-                    source = (paths[file_id], r_off)
-                    if driver.data_in_order(src_ip, src_port, seq, payload, ts, source):
-                        position = driver.in_order_position(src_ip, src_port)
-                        if position is not None:
-                            run.start(reverse, src_ip, src_port, *position)
+                    position = driver.in_order_position(src_ip, src_port)
+                    if position is not None and continues(*position, seq, p_len):
+                        run.start(reverse, src_ip, src_port, *position)
+                        run.add(read(file_id, p_off, p_len), ts, (paths[file_id], r_off))
                         continue
+                payload = read(file_id, p_off, p_len)
             packet = TcpPacket(
                 ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, window,
                 p_off, p_len, w_len, r_off,
@@ -257,7 +256,8 @@ class FlowRunner:
 
 class _Run:
     """In-order data packets of one sender gathered for `ConnectionDriver.data_run`: started
-    (``active``) after a packet `data_in_order` took, at the position it left."""
+    (``active``) at the sender's `ConnectionDriver.in_order_position` by a packet that
+    continues from there, and ended (``flush``) by the first that does not."""
 
     __slots__ = (
         "active", "reverse", "src_ip", "src_port", "next", "high", "payloads", "timestamps",

@@ -13,7 +13,7 @@ from pipeline.reassembly.connections import (
     canonical_key,
     connection_id,
 )
-from pipeline.reassembly.stream import Data, Gap
+from pipeline.reassembly.stream import Data, Gap, continues
 
 CLIENT = ("10.0.0.5", 40100)
 SERVER = ("10.0.0.9", 61613)
@@ -336,10 +336,10 @@ def test_bare_ack_shortcut_leaves_the_tracker_as_add_does() -> None:
     assert not ConnectionTracker().add_bare_ack(*c, T0)  # no connection yet
 
 
-def test_add_in_order_is_add_for_the_packets_it_takes() -> None:
-    """Trying ``add_in_order`` first (as the connection driver does for plain data packets)
-    gives the same events and connection as ``add`` alone, over handshakes, data, closes, a
-    retransmission, out-of-order data and port reuse."""
+def test_add_run_is_add_for_the_packets_that_continue() -> None:
+    """Giving each plain data packet that `continues` from its sender's `in_order_position` to
+    ``add_run`` (as the flow pass does) gives the same events and connection as ``add`` alone,
+    over handshakes, data, closes, a retransmission, out-of-order data and port reuse."""
     c, s = CLIENT, SERVER
     packets = session(100, 1000, 9000)
     packets += [
@@ -359,16 +359,19 @@ def test_add_in_order_is_add_for_the_packets_it_takes() -> None:
     fast_events: list[ConnectionEvent] = []
     taken = 0
     for p, payload in packets:
-        data = None
+        position = None
         if payload and p.payload_len == p.wire_len and not p.flags & (SYN | FIN | RST):
-            data = fast.add_in_order(p.src_ip, p.src_port, p.seq, payload, p.ts_ns)
-        if data is None:
+            position = fast.in_order_position(p.src_ip, p.src_port)
+        if position is None or not continues(*position, p.seq, len(payload)):
             fast_events += fast.add(p, payload)
         else:
+            size = len(payload)
+            sender, offset = fast.add_run(p.src_ip, p.src_port, payload, [size], p.ts_ns, p.ts_ns)
             conn = fast.connection
             assert conn is not None
-            fast_events.append(Segment(conn.connection_id, data[0], data[1]))
+            fast_events.append(Segment(conn.connection_id, sender, Data(offset, p.ts_ns, payload)))
             taken += 1
     fast_events += fast.flush()
     assert taken >= 4
     assert fast_events == plain_events
+    assert pickle.dumps(fast) == pickle.dumps(plain)

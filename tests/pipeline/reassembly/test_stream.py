@@ -16,6 +16,7 @@ from pipeline.reassembly.stream import (
     Gap,
     StreamEvent,
     StreamReassembler,
+    continues,
 )
 
 ISN = 5_000
@@ -312,11 +313,12 @@ def test_any_segmentation_order_and_duplication_reproduces_the_bytes(
     repeats=st.lists(st.integers(min_value=0, max_value=39), max_size=4),
     isn=st.integers(min_value=0, max_value=(1 << 32) - 1),
 )
-def test_add_in_order_is_add_for_the_segments_it_takes(
+def test_add_run_is_add_for_the_segments_that_continue(
     cuts: list[int], swaps: list[int], repeats: list[int], isn: int
 ) -> None:
-    """A reassembler that tries ``add_in_order`` first makes the same events, in the same order,
-    and ends in the same state as one fed through ``add`` alone, whatever the segments' order."""
+    """A reassembler given each segment that `continues` from its `in_order_position` through
+    ``add_run`` (as the flow pass does) makes the same data, in the same order, and ends in the
+    same state as one fed through ``add`` alone, whatever the segments' order."""
     stream = bytes(random.Random(isn).randrange(256) for _ in range(sum(cuts)))
     segments, at = [], 0
     for size in cuts:
@@ -334,20 +336,33 @@ def test_add_in_order_is_add_for_the_segments_it_takes(
     fast_events: list[StreamEvent] = []
     for ts, (seq, payload) in enumerate(segments):
         plain_events += plain.add(seq, payload, ts)
-        taken = fast.add_in_order(seq, payload, ts)
-        fast_events += [taken] if taken is not None else fast.add(seq, payload, ts)
+        position = fast.in_order_position()
+        if position is not None and continues(*position, seq, len(payload)):
+            offset = fast.add_run(payload, [len(payload)], ts)
+            fast_events.append(Data(offset, ts, payload))
+        else:
+            fast_events += fast.add(seq, payload, ts)
     plain_events += plain.flush()
     fast_events += fast.flush()
     assert fast_events == plain_events
     assert (fast.offset, fast.stats) == (plain.offset, plain.stats)
+    assert pickle.dumps(fast) == pickle.dumps(plain)
     assert data_of(fast_events) == stream
 
 
-def test_add_in_order_leaves_what_it_declines_untouched() -> None:
+def test_in_order_position_is_none_while_add_must_take_segments() -> None:
+    r = StreamReassembler()
+    assert r.in_order_position() is None  # not started
     r = StreamReassembler(ISN)
-    before = pickle.dumps(r)
-    assert r.add_in_order(ISN + 5, b"ahead", 1) is None  # not the next byte
-    assert pickle.dumps(r) == before
+    assert r.in_order_position() == (ISN + 1, ISN + 1)
+    assert not continues(ISN + 1, ISN + 1, ISN + 5, 5)  # not the next byte
     r.add(ISN + 1, b"ab", 2)
     r.add(ISN + 10, b"later", 3)  # buffered: in-order data must go through add
-    assert r.add_in_order(ISN + 3, b"cd", 4) is None
+    assert r.in_order_position() is None
+    r = StreamReassembler(ISN)
+    r.add(ISN + 1, b"abc", 4)
+    assert r.in_order_position() == (ISN + 4, ISN + 4)
+    assert not continues(ISN + 4, ISN + 4, ISN + 3, 1)  # re-sends "c"
+    assert continues(ISN + 4, ISN + 4, ISN + 4, 1)
+    assert not continues(ISN + 4, ISN + 5, ISN + 4, 1)  # one byte re-sending the highest seen
+    assert continues((1 << 32) + 2, (1 << 32) + 2, 2, 7)  # sequence numbers wrap
