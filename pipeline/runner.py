@@ -312,7 +312,9 @@ def _run_batch(
     sizes = [f.size for f in files]
     _figures(progress, lambda: counters.reading(sizes))
     packets = packets_frame(spark, paths, counters=counters)
-    packets = packets.persist(StorageLevel.MEMORY_AND_DISK)
+    # On disk, not in the JVM's heap: held there, the pieces (48 bytes a packet) grew the local
+    # JVM by their size (2.26 GB: peak PSS 1.69 against 1.75-1.84 GB, the same speed).
+    packets = packets.persist(StorageLevel.DISK_ONLY)
     # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
     stats = capture_stats(packets)
     # The flow pass's tasks write the tables' Parquet into these folders themselves.
@@ -339,7 +341,7 @@ def _run_batch(
     counts["anomalies"] += len(capture_rows)
     counts.update(stats)
     staged = stage_written(spark, lake, batch_id, folders, written)
-    packets.unpersist()  # validation needs the heap more; flow_rows stays for the carried state
+    packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
     report = None
     if config.validate:
