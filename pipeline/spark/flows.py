@@ -92,7 +92,7 @@ class FlowRunner:
 
     ``spill``: called whenever `OUTPUT_BATCH_ROWS` table rows are held (rows are collected every
     `COLLECT_PACKETS` packets), to drain them: memory then holds that many rows whatever one
-    input batch or piece makes (a 64 MB batch of pieces can make a million rows)."""
+    input batch or piece makes (a 16 MB batch of pieces, 350,000 packets, can make 100,000s)."""
 
     def __init__(self, config: RunnerConfig, spill: Callable[[], None] | None = None) -> None:
         self.config = config
