@@ -328,10 +328,7 @@ def _run_batch(
         batch_id=batch_id,
     )
     state = carried.read_carried(spark, lake)
-    # Four flow partitions a core: a task sorts and holds its partition's pieces, so more and
-    # smaller ones bound the JVM's share (2.26 GB: flow pass peak PSS 1.57 against 1.66-1.8 GB
-    # with two a core, the same time).
-    partitions = max(2, spark.sparkContext.defaultParallelism * 4)
+    partitions = max(2, spark.sparkContext.defaultParallelism * 2)
     progress("stage 2/4: decoding sessions, staging tables")
     _figures(progress, counters.decoding)
     flow_rows = flow_pass(packets, state, runner, partitions, counters)
