@@ -221,13 +221,13 @@ class FlowRunner:
                     continue
                 payload = b""
             else:
+                payload = read(file_id, p_off, p_len)
                 if plain and p_len == w_len:
                     position = driver.in_order_position(src_ip, src_port)
                     if position is not None and continues(*position, seq, p_len):
                         run.start(reverse, src_ip, src_port, *position)
-                        run.add(read(file_id, p_off, p_len), ts, (paths[file_id], r_off))
+                        run.add(payload, ts, (paths[file_id], r_off))
                         continue
-                payload = read(file_id, p_off, p_len)
             packet = TcpPacket(
                 ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, window,
                 p_off, p_len, w_len, r_off,
