@@ -13,8 +13,8 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	touch $@
 
 # `pip install` builds the compiled hot paths (setup.py: the decoder's C, the capture scanner's
-# Cython); with no compiler the pure-Python twins run instead.
-$(BIN)/stomp-lake: pipeline/stomp/_speedups.c pipeline/ingest/_scan.pyx setup.py
+# and the flow pass's Cython); with no compiler the pure-Python twins run instead.
+$(BIN)/stomp-lake: pipeline/stomp/_speedups.c pipeline/ingest/_scan.pyx pipeline/spark/_packet_loop.pyx setup.py
 
 venv: $(BIN)/stomp-lake
 

@@ -2,6 +2,8 @@
 
 * `pipeline.stomp._speedups` (C): the STOMP decoder's hot paths.
 * `pipeline.ingest._scan` (Cython): the capture readers' loop over plain TCP packets.
+* `pipeline.spark._packet_loop` (Cython): the flow pass's loop over a flow's packets (in-order
+  runs gathered, payloads read back).
 
 Both are optional: without a working compiler (or without Cython, for the second) the install
 still succeeds and the pure-Python twins run, as with STOMP_LAKE_PURE_PYTHON=1
@@ -33,7 +35,13 @@ else:
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 extra_compile_args=["-O2"],
                 optional=True,
-            )
+            ),
+            Extension(
+                "pipeline.spark._packet_loop",
+                ["pipeline/spark/_packet_loop.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
         ],
         compiler_directives={"language_level": "3"},
     )

@@ -70,11 +70,17 @@ class ConnectionDriver:
         self._out: dict[str, list[Row]] = {}
 
     # -- input -------------------------------------------------------------------------------
-    def bare_ack(self, src_ip: str, src_port: int, ts_ns: int) -> bool:
-        """A packet with no payload and no SYN/FIN/RST, taken without building it when the
-        tracker can (True); else the caller feeds it with `packet`."""
+    def bare_ack(self, src_ip: str, src_port: int, ts_ns: int, count: int = 1) -> bool:
+        """A packet with no payload and no SYN/FIN/RST (or ``count`` of them, the last at
+        ``ts_ns``), taken without building it when the tracker can (True, as `takes_bare_ack`
+        says); else the caller feeds it with `packet`."""
         state = self._state
-        return state is not None and state.tracker.add_bare_ack(src_ip, src_port, ts_ns)
+        return state is not None and state.tracker.add_bare_ack(src_ip, src_port, ts_ns, count)
+
+    def takes_bare_ack(self, src_ip: str, src_port: int) -> bool:
+        """Whether `bare_ack` would take this sender's bare ACKs now."""
+        state = self._state
+        return state is not None and state.tracker.takes_bare_ack(src_ip, src_port)
 
     def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
         """Where this sender's next data packet must start to be passed on with `data_run`, and
@@ -87,7 +93,8 @@ class ConnectionDriver:
         self,
         src_ip: str,
         src_port: int,
-        payloads: list[bytes],
+        data: bytes,
+        sizes: list[int],
         timestamps: list[int],
         sources: list[Source],
         last_ns: int,
@@ -95,12 +102,11 @@ class ConnectionDriver:
         """`packet` of consecutive data packets of one sender (all captured, no SYN, FIN or
         RST), each of which continues the one before from `in_order_position`, with only bare
         ACKs of the other sender taken in between: the tracker and the model take them as one
-        run. ``last_ns``: the capture time of the latest of them all."""
+        run: their payloads joined in ``data``, of ``sizes``. ``last_ns``: the capture time of
+        the latest of them all."""
         plain = self._plain_tcp()
         assert plain is not None  # as `in_order_position` found it
         tracker, model = plain
-        data = b"".join(payloads)
-        sizes = [len(payload) for payload in payloads]
         last = timestamps[-1]
         from_client, offset = tracker.add_run(src_ip, src_port, data, sizes, last, last_ns)
         model.on_data_run(Direction.of(from_client), offset, data, sizes, timestamps, sources)

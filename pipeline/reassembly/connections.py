@@ -197,16 +197,21 @@ class ConnectionTracker:
             events.append(Segment(conn_id, from_client, event))
         return events
 
-    def add_bare_ack(self, src_ip: str, src_port: int, ts_ns: int) -> bool:
+    def add_bare_ack(self, src_ip: str, src_port: int, ts_ns: int, count: int = 1) -> bool:
         """``add`` for a packet without payload, SYN, FIN or RST (most ACKs), without building
-        it: True when taken (it makes no events); False when it needs ``add``."""
+        it, or for ``count`` of them from one sender, the last at ``ts_ns``: True when taken
+        (they make no events); False when they need ``add``."""
         known = self._known_sender(src_ip, src_port)
         if known is None:
             return False
         conn, stream, from_client = known
-        _count(conn, from_client, ts_ns)
+        _count(conn, from_client, ts_ns, count)
         stream.touch(ts_ns)
         return True
+
+    def takes_bare_ack(self, src_ip: str, src_port: int) -> bool:
+        """Whether `add_bare_ack` would take this sender's bare ACKs now."""
+        return self._known_sender(src_ip, src_port) is not None
 
     def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
         """`StreamReassembler.in_order_position` of this sender's direction, when `add_run`
@@ -370,10 +375,11 @@ class ConnectionTracker:
         self._streams = {}
 
 
-def _count(conn: Connection, from_client: bool, ts_ns: int) -> None:
-    """A packet of ``conn`` taken on a fast path (no flags to track)."""
+def _count(conn: Connection, from_client: bool, ts_ns: int, count: int = 1) -> None:
+    """``count`` packets of ``conn`` taken on a fast path (no flags to track), the last at
+    ``ts_ns``."""
     conn.last_ts_ns = ts_ns
     if from_client:
-        conn.client_packets += 1
+        conn.client_packets += count
     else:
-        conn.server_packets += 1
+        conn.server_packets += count

@@ -297,14 +297,24 @@ class StreamReassembler:
 
     def _history_after(self, data: bytes, sizes: list[int]) -> None:
         """The tail kept after delivering segments of ``sizes`` one by one (as `_take` would):
-        which bytes it holds depends on where the segments were cut."""
-        view = memoryview(data)
-        end = self._next
-        at = 0
-        for size in sizes:
-            end += size
-            self._keep_history(view[at : at + size], end)
-            at += size
+        how much of it is kept depends on where the segments were cut. The tail is always the
+        bytes delivered last, so only its length is followed segment by segment."""
+        limit = self.history_bytes
+        kept = len(self._history)
+        for size in sizes:  # `_keep_history`, lengths only
+            if size >= limit:
+                kept = limit
+            else:
+                kept += size
+                if kept > 2 * limit:
+                    kept = limit
+        if kept <= len(data):
+            self._history = bytearray(data[len(data) - kept :])
+        else:
+            history = self._history
+            del history[: len(history) - (kept - len(data))]
+            history += data
+        self._history_start = self._next + len(data) - kept
 
     def _gap(self, size: int, ts_ns: int, events: list[StreamEvent]) -> None:
         origin = self._origin

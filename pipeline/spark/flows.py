@@ -24,13 +24,12 @@ import pyarrow as pa
 
 import schemas
 from pipeline.driver import ConnectionDriver, DriverConfig
-from pipeline.ingest.records import TcpPacket
-from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, SYN
+from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections, give_back_memory
-from pipeline.reassembly.stream import continues
 from pipeline.session import ModelOptions
 from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
+from pipeline.spark.packet_loop import packet_loop
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack_column
 from pipeline.spark.table_files import TableFileWriter, WrittenFile
@@ -45,21 +44,7 @@ FILE_KIND = "_file"
 COUNTERS_KIND = "_counters"
 OUTPUT_BATCH_ROWS = 20_000  # table rows held by a task before they go to its writer
 COLLECT_PACKETS = 8_192  # packets fed before the rows they made are collected
-RUN_PACKETS = 64  # in-order data packets passed on together at most (see `_feed_some`)
-_PACKET_FIELDS = (
-    "ts_ns",
-    "payload_offset",
-    "record_offset",
-    "seq",
-    "ack",
-    "payload_len",
-    "wire_len",
-    "window",
-    "flags",
-    "reverse",
-    "file_id",
-)
-_NOT_BARE = SYN | FIN | RST
+RUN_PACKETS = 64  # in-order data packets passed on together at most (see `packet_loop`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +84,7 @@ class FlowRunner:
         self._spill = spill
         self._driver_config = config.driver
         self.files = PayloadFiles(config.paths)
+        self._feed_packets = packet_loop()
         self._key: str | None = None
         self._driver: ConnectionDriver | None = None
         self._merger = PieceMerger()
@@ -179,61 +165,10 @@ class FlowRunner:
             self._feed_some(packets[start : start + COLLECT_PACKETS])
 
     def _feed_some(self, packets: np.ndarray) -> None:
-        """Packets of the current flow, in order. Data packets that continue their direction
-        exactly, one after another (bare ACKs of the other direction between them), are passed
-        on as one run (`ConnectionDriver.data_run`), from the first such packet on; any other
-        packet ends the run first."""
         driver = self._driver
         if driver is None:
             driver = self._driver = ConnectionDriver(self._driver_config)
-        ip_a, port_a, ip_b, port_b = self._ends
-        read, paths = self.files.read, self.config.paths
-        columns = [packets[name].tolist() for name in _PACKET_FIELDS]
-        run = _Run()
-        for ts, p_off, r_off, seq, ack, p_len, w_len, window, flags, reverse, file_id in zip(
-            *columns, strict=True
-        ):
-            if reverse:
-                src_ip, src_port, dst_ip, dst_port = ip_b, port_b, ip_a, port_a
-            else:
-                src_ip, src_port, dst_ip, dst_port = ip_a, port_a, ip_b, port_b
-            plain = not flags & _NOT_BARE
-            if run.active:
-                if (
-                    plain
-                    and reverse == run.reverse
-                    and p_len
-                    and p_len == w_len
-                    and continues(run.next, run.high, seq, p_len)
-                ):
-                    run.add(read(file_id, p_off, p_len), ts, (paths[file_id], r_off))
-                    if len(run.timestamps) >= RUN_PACKETS:
-                        run.flush(driver)
-                        run.start(reverse, src_ip, src_port, run.next, run.high)
-                    continue
-                other_bare = plain and not p_len and not w_len and reverse != run.reverse
-                if other_bare and driver.bare_ack(src_ip, src_port, ts):
-                    run.last_ns = ts
-                    continue
-                run.flush(driver)
-            if not p_len:
-                if plain and not w_len and driver.bare_ack(src_ip, src_port, ts):
-                    continue
-                payload = b""
-            else:
-                payload = read(file_id, p_off, p_len)
-                if plain and p_len == w_len:
-                    position = driver.in_order_position(src_ip, src_port)
-                    if position is not None and continues(*position, seq, p_len):
-                        run.start(reverse, src_ip, src_port, *position)
-                        run.add(payload, ts, (paths[file_id], r_off))
-                        continue
-            packet = TcpPacket(
-                ts, src_ip, src_port, dst_ip, dst_port, seq, ack, flags, window,
-                p_off, p_len, w_len, r_off,
-            )  # fmt: skip
-            driver.packet(packet, payload, (paths[file_id], r_off))
-        run.flush(driver)
+        self._feed_packets(packets, driver, self._ends, self.files, RUN_PACKETS)
         self._collect(driver)
 
     def _end_flow(self) -> None:
@@ -252,50 +187,6 @@ class FlowRunner:
                 {"state": dump_state(state), "session_id": session_id}
             )
             self._out_keys.setdefault(STATE_KIND, []).append(self._key)
-
-
-class _Run:
-    """In-order data packets of one sender gathered for `ConnectionDriver.data_run`: started
-    (``active``) at the sender's `ConnectionDriver.in_order_position` by a packet that
-    continues from there, and ended (``flush``) by the first that does not."""
-
-    __slots__ = (
-        "active", "reverse", "src_ip", "src_port", "next", "high", "payloads", "timestamps",
-        "sources", "last_ns",
-    )  # fmt: skip
-
-    def __init__(self) -> None:
-        self.active = False
-        self.reverse = False
-        self.src_ip, self.src_port = "", 0
-        self.next = self.high = self.last_ns = 0
-        self.payloads: list[bytes] = []
-        self.timestamps: list[int] = []
-        self.sources: list[tuple[str, int]] = []
-
-    def start(self, reverse: bool, src_ip: str, src_port: int, nxt: int, high: int) -> None:
-        self.active = True
-        self.reverse, self.src_ip, self.src_port = reverse, src_ip, src_port
-        self.next, self.high = nxt, high
-
-    def add(self, payload: bytes, ts_ns: int, source: tuple[str, int]) -> None:
-        self.payloads.append(payload)
-        self.timestamps.append(ts_ns)
-        self.sources.append(source)
-        self.next += len(payload)
-        if self.next > self.high:
-            self.high = self.next
-        self.last_ns = ts_ns
-
-    def flush(self, driver: ConnectionDriver) -> None:
-        """Pass the packets gathered on, and end the run."""
-        self.active = False
-        if self.timestamps:
-            driver.data_run(
-                self.src_ip, self.src_port, self.payloads, self.timestamps, self.sources,
-                self.last_ns,
-            )  # fmt: skip
-            self.payloads, self.timestamps, self.sources = [], [], []
 
 
 def output_schema() -> pa.Schema:

@@ -19,10 +19,14 @@ class PayloadFiles:
         self._fds: dict[int, int] = {}
 
     def read(self, file_id: int, offset: int, length: int) -> bytes:
+        return os.pread(self.fd(file_id), length, offset)
+
+    def fd(self, file_id: int) -> int:
+        """The file's descriptor, open until `close`."""
         fd = self._fds.get(file_id)
         if fd is None:
             fd = self._fds[file_id] = os.open(self.paths[file_id], os.O_RDONLY)
-        return os.pread(fd, length, offset)
+        return fd
 
     def close(self) -> None:
         for fd in self._fds.values():

@@ -306,19 +306,22 @@ def test_any_segmentation_order_and_duplication_reproduces_the_bytes(
     check_offsets(events)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     cuts=st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=40),
     swaps=st.lists(st.integers(min_value=0, max_value=39), max_size=6),
     repeats=st.lists(st.integers(min_value=0, max_value=39), max_size=4),
     isn=st.integers(min_value=0, max_value=(1 << 32) - 1),
+    history=st.integers(min_value=1, max_value=64),
+    run_max=st.integers(min_value=1, max_value=8),
 )
 def test_add_run_is_add_for_the_segments_that_continue(
-    cuts: list[int], swaps: list[int], repeats: list[int], isn: int
+    cuts: list[int], swaps: list[int], repeats: list[int], isn: int, history: int, run_max: int
 ) -> None:
-    """A reassembler given each segment that `continues` from its `in_order_position` through
-    ``add_run`` (as the flow pass does) makes the same data, in the same order, and ends in the
-    same state as one fed through ``add`` alone, whatever the segments' order."""
+    """A reassembler given the segments that `continue` one another from its
+    `in_order_position` through ``add_run``, up to ``run_max`` at a time (as the flow pass does),
+    makes the same data, in the same order, and ends in the same state (the tail kept for
+    comparisons included) as one fed through ``add`` alone, whatever the segments' order."""
     stream = bytes(random.Random(isn).randrange(256) for _ in range(sum(cuts)))
     segments, at = [], 0
     for size in cuts:
@@ -331,17 +334,36 @@ def test_add_run_is_add_for_the_segments_that_continue(
     for i in repeats:  # retransmissions
         if i < len(segments):
             segments.insert(i + 1, segments[i])
-    plain, fast = StreamReassembler(isn), StreamReassembler(isn)
+    plain = StreamReassembler(isn, history_bytes=history)
+    fast = StreamReassembler(isn, history_bytes=history)
     plain_events: list[StreamEvent] = []
     fast_events: list[StreamEvent] = []
+    run: list[tuple[int, bytes]] = []  # (capture time, payload), not given to `fast` yet
+    position: tuple[int, int] | None = None  # where the run has got to
+
+    def flush_run() -> None:
+        if run:
+            data = b"".join(payload for _, payload in run)
+            offset = fast.add_run(data, [len(payload) for _, payload in run], run[-1][0])
+            for ts, payload in run:
+                fast_events.append(Data(offset, ts, payload))
+                offset += len(payload)
+            run.clear()
+
     for ts, (seq, payload) in enumerate(segments):
         plain_events += plain.add(seq, payload, ts)
-        position = fast.in_order_position()
+        if not run:
+            position = fast.in_order_position()
         if position is not None and continues(*position, seq, len(payload)):
-            offset = fast.add_run(payload, [len(payload)], ts)
-            fast_events.append(Data(offset, ts, payload))
-        else:
-            fast_events += fast.add(seq, payload, ts)
+            run.append((ts, payload))
+            nxt = position[0] + len(payload)
+            position = (nxt, max(nxt, position[1]))
+            if len(run) == run_max:
+                flush_run()
+            continue
+        flush_run()
+        fast_events += fast.add(seq, payload, ts)
+    flush_run()
     plain_events += plain.flush()
     fast_events += fast.flush()
     assert fast_events == plain_events
