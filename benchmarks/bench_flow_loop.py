@@ -1,0 +1,164 @@
+"""The flow pass without Spark, compiled against pure Python, measured in the same run.
+
+Run from the repository root:  python -m benchmarks.bench_flow_loop [--out DIR] [--mb N]
+Writes DIR/flow_loop.md and DIR/flow_loop.json (DIR defaults to benchmarks/results).
+
+The capture (benchmarks/traffic.py, broker-like connections, generated once under work/bench/)
+is read into flow pieces as the capture pass does; every round then feeds them, sorted as the
+pass sorts them, through one `FlowRunner` (reassembly, STOMP decoding, the session model, table
+rows; no Parquet), one core, three ways:
+
+- ``compiled``: as `stomp-lake run` runs it;
+- ``pure_python_loop``: the packet loop's pure-Python twin (`pipeline/spark/packet_loop.py`),
+  everything else compiled;
+- ``pure_python``: every pure-Python twin (STOMP_LAKE_PURE_PYTHON=1: the loop and the decoder).
+
+The ratios are medians over rounds of the two times in the same round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from benchmarks.traffic import TrafficSpec, generate_files
+from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.spark import flows
+from pipeline.spark.captures import read_paths
+from pipeline.spark.flows import FlowRunner, RunnerConfig
+from pipeline.spark.packet_loop import feed_packets, packet_loop
+from pipeline.stomp import speedups
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_DATA = Path("work/bench")
+WAYS = ("compiled", "pure_python_loop", "pure_python")
+
+
+def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
+    batches = [b for b in read_paths(paths, compiled=True) if b.num_rows]
+    table = pa.Table.from_batches(batches)
+    table = table.filter(pa.compute.equal(table["record_type"], "piece"))
+    order = [("flow_key", "ascending"), ("ts_ns", "ascending"), ("file_id", "ascending")]
+    return table.sort_by([*order, ("record_offset", "ascending")]).combine_chunks().to_batches()[0]
+
+
+def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float, int]:
+    """Seconds to feed every piece through a `FlowRunner` and drain its rows; frames made."""
+    compiled_decoder = speedups.compiled
+    loop = feed_packets if way != "compiled" else packet_loop()
+    original = flows.packet_loop
+    flows.packet_loop = lambda: loop
+    if way == "pure_python":
+        os.environ[PURE_PYTHON_VARIABLE] = "1"
+        speedups.compiled = None
+    try:
+        frames = 0
+
+        def count() -> None:
+            nonlocal frames
+            for kind, rows, _keys in runner.drain():
+                frames += len(rows) if kind == "frames" else 0
+
+        start = time.perf_counter()
+        runner = FlowRunner(RunnerConfig(tuple(paths), close_open=True), spill=count)
+        runner.feed_batch(pieces)
+        runner.close()
+        count()
+        return time.perf_counter() - start, frames
+    finally:
+        flows.packet_loop = original
+        os.environ.pop(PURE_PYTHON_VARIABLE, None)
+        speedups.compiled = compiled_decoder
+
+
+def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
+    spec = TrafficSpec(total_bytes=megabytes * 1_000_000)
+    capture = generate_files(spec, data / f"flow-loop-{megabytes}mb")
+    paths = [str(p) for p in capture.paths]
+    size = sum(os.path.getsize(p) for p in paths)
+    pieces = sorted_pieces(paths)
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
+    frames: dict[str, int] = {}
+    for _ in range(repeat):
+        for way in WAYS:
+            seconds, frames[way] = flow_pass(paths, pieces, way)
+            times[way].append(seconds)
+    if len(set(frames.values())) != 1:
+        raise SystemExit(f"the ways made different frame counts: {frames}")
+
+    def ratio(slow: str) -> float:
+        pairs = zip(times[slow], times["compiled"], strict=True)
+        return round(statistics.median(s / c for s, c in pairs), 2)
+
+    result = {
+        "capture_bytes": size,
+        "files": len(paths),
+        "packets": int(pa.compute.sum(pieces.column("packet_count")).as_py()),
+        "frames": frames["compiled"],
+        "repeat": repeat,
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "seconds": {way: round(min(runs), 3) for way, runs in times.items()},
+        "mb_per_s": {way: round(size / min(runs) / 1e6, 1) for way, runs in times.items()},
+        "runs": {way: [round(t, 3) for t in runs] for way, runs in times.items()},
+        "compiled_vs_pure_python_loop": ratio("pure_python_loop"),
+        "compiled_vs_pure_python": ratio("pure_python"),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "flow_loop.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "flow_loop.md").write_text(markdown(result))
+    return result
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "# The flow pass without Spark: compiled vs pure Python",
+        "",
+        f"{result['capture_bytes'] / 1e6:.0f} MB in {result['files']} pcapng files "
+        f"(benchmarks/traffic.py), {result['packets']} packets, {result['frames']} frames; "
+        f"one `FlowRunner`, one core, best of {result['repeat']} rounds, Python "
+        f"{result['python']} (load average {result['load_average_1min']} on "
+        f"{result['cpu_count']} cores).",
+        "",
+        "| way | seconds | MB/s | runs (s) |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for way in WAYS:
+        runs = ", ".join(str(t) for t in result["runs"][way])
+        lines.append(f"| {way} | {result['seconds'][way]} | {result['mb_per_s'][way]} | {runs} |")
+    lines += [
+        "",
+        "Time of the pure-Python way / the compiled one, median of per-round ratios: the "
+        f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, every twin "
+        f"{result['compiled_vs_pure_python']}x.",
+        "",
+        "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, the decoder's "
+        "`_speedups.c`); `pure_python_loop`: the loop's twin `pipeline/spark/packet_loop.py`; "
+        "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "
+        "reassembler's per-run work, the session model and the table rows.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--mb", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(markdown(run(args.out, args.data, args.mb, args.repeat)))
+
+
+if __name__ == "__main__":
+    main()
