@@ -146,13 +146,16 @@ def run_main(main: Callable[[], int | None]) -> NoReturn:
     """The `if __name__ == "__main__"` of every entry point: `main()`, then `exit_cleanly`.
 
     An uncaught exception prints its traceback and exits 1, as Python does; SystemExit (argparse's
-    `--help` and usage errors) keeps its code."""
+    `--help` and usage errors) keeps its code; output piped to a reader that left (`| head`) ends
+    it quietly with 141, a shell's code for SIGPIPE."""
     try:
         code = main()
     except SystemExit as stop:
         code = _exit_code(stop.code)
     except KeyboardInterrupt:
         code = 130
+    except BrokenPipeError:  # the reader left (`| head`): nothing more to say, as shell tools do
+        code = 141
     except BaseException:
         import traceback
 

@@ -301,13 +301,16 @@ class StreamReassembler:
         bytes delivered last, so only its length is followed segment by segment."""
         limit = self.history_bytes
         kept = len(self._history)
-        for size in sizes:  # `_keep_history`, lengths only
-            if size >= limit:
-                kept = limit
-            else:
-                kept += size
-                if kept > 2 * limit:
+        if kept + len(data) <= 2 * limit and max(sizes) < limit:
+            kept += len(data)  # the usual run: no segment trims the tail
+        else:
+            for size in sizes:  # `_keep_history`, lengths only
+                if size >= limit:
                     kept = limit
+                else:
+                    kept += size
+                    if kept > 2 * limit:
+                        kept = limit
         if kept <= len(data):
             self._history = bytearray(data[len(data) - kept :])
         else:

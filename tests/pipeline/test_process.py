@@ -177,6 +177,25 @@ def test_run_main_exits_with_main_s_code_and_flushed_output(
     assert stderr in done.stderr
 
 
+def test_run_main_ends_quietly_when_its_reader_leaves() -> None:
+    """`stomp-lake ... | head`: no traceback once head has what it wants."""
+    script = (
+        "from pipeline.process import run_main\n"
+        "def main():\n"
+        "    for n in range(1_000_000):\n"
+        "        print('line', n)\n"
+        "run_main(main)\n"
+    )
+    reader = subprocess.Popen(
+        [PYTHON, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline() == b"line 0\n"
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 141
+    assert reader.stderr.read() == b""
+
+
 def test_fewer_collections_raises_the_threshold_then_restores_it() -> None:
     import gc
 
