@@ -48,8 +48,6 @@ PIECE_SCHEMA = pa.schema(
     ]
 )
 
-SPLIT_SCHEMA = pa.schema([("file_id", pa.int32()), ("split", pa.binary())])
-
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 # Packets held before a split's pieces are packed and sent: bounds the reader's memory and the
 # size of one Arrow batch (48 bytes a packet) whatever the shape of the traffic.
@@ -196,15 +194,17 @@ def packets_frame(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     tasks = plan_tasks(paths, split_bytes)
-    # A split per partition, without a shuffle (a local relation would need one to spread)
-    rows = spark.sparkContext.parallelize([(t.file_id, t.split) for t in tasks], len(tasks) or 1)
-    plan = spark.createDataFrame(rows, "file_id int, split binary")
+    # A split per partition, without a shuffle: the partitions of a range hold the splits'
+    # numbers, and the splits travel with the function. A range is made in the JVM, where rows
+    # made in Python (`createDataFrame` of an RDD) cost every task a Python hop of its own:
+    # the pass on 2.26 GB, warm, 3.3-3.5 s against 4.1-4.4 s.
+    splits = [(task.file_id, task.split) for task in tasks]
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for file_id, split in zip(
-                batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
-            ):
+            for number in batch.column(0).to_pylist():
+                file_id, split = splits[number]
                 yield from read_split(file_id, pickle.loads(split), counters=counters)
 
-    return plan.mapInArrow(read, from_arrow_schema(PIECE_SCHEMA))
+    numbers = spark.range(0, len(tasks), 1, len(tasks) or 1)
+    return numbers.mapInArrow(read, from_arrow_schema(PIECE_SCHEMA))
