@@ -165,6 +165,8 @@ class FlowRunner:
             self._feed_some(packets[start : start + COLLECT_PACKETS])
 
     def _feed_some(self, packets: np.ndarray) -> None:
+        """Packets of the current flow, in order, through the packet loop (`packet_loop`);
+        then the rows they made are collected."""
         driver = self._driver
         if driver is None:
             driver = self._driver = ConnectionDriver(self._driver_config)

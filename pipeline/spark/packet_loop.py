@@ -6,8 +6,8 @@ such packet on; any other packet ends the run first and goes to `ConnectionDrive
 a bare ACK, to `ConnectionDriver.bare_ack`). Payloads are read back from the capture files.
 
 `feed_packets` here is the readable reference. `_packet_loop.pyx` is the same loop compiled,
-used unless STOMP_LAKE_PURE_PYTHON=1 (`pipeline.compiled`); `tests/pipeline/spark/
-test_packet_loop.py` holds the two to the same tables.
+used unless STOMP_LAKE_PURE_PYTHON=1 (`pipeline.compiled`); the two make the same driver calls
+(`tests/pipeline/spark/test_packet_loop.py`).
 """
 
 from __future__ import annotations
