@@ -4,24 +4,23 @@ readable reference, step for step (see its docstring for what the loop does).
 
 Packets are read through a typed view of their records; a run's payloads are read with
 `pread` straight into one buffer, which becomes the run's bytes when it is passed on.
-`tests/pipeline/spark/test_packet_loop.py` holds this loop and the reference to the same tables.
+`tests/pipeline/spark/test_packet_loop.py` holds this loop and the reference to the same driver
+calls and tables.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport errno
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, realloc
 from posix.types cimport off_t
 from posix.unistd cimport pread
 
 import os
 
 from pipeline.ingest.records import TcpPacket
+from pipeline.net import FIN, RST, SYN
 
-DEF SYN = 0x02
-DEF FIN = 0x01
-DEF RST = 0x04
-DEF NOT_BARE = SYN | FIN | RST
+cdef unsigned int NOT_BARE = SYN | FIN | RST
 
 
 cdef packed struct Packet:  # pipeline.spark.pieces: PACKET_DTYPE and the merger's file_id
@@ -96,63 +95,105 @@ cdef class _Files:
         return self.take()
 
 
+cdef class _Run:
+    """packet_loop._Run: in-order data packets of one sender, their payloads in the reader's
+    buffer, and the other sender's bare ACKs in between, counted."""
+
+    cdef object driver, paths
+    cdef _Files reader
+    cdef bint active
+    cdef bint reverse, other_known
+    cdef object src_ip, src_port, dst_ip, dst_port
+    cdef int64_t nxt, high, last_ns, acked_ns
+    cdef Py_ssize_t acked
+    cdef list sizes, timestamps, sources
+
+    def __cinit__(self, driver, _Files reader, paths):
+        self.driver, self.reader, self.paths = driver, reader, paths
+        self.active = False
+        self.acked = 0
+        self.sizes, self.timestamps, self.sources = [], [], []
+
+    cdef int start(self, const Packet* p, src_ip, src_port, dst_ip, dst_port, position) except -1:
+        self.active, self.reverse = True, p.reverse
+        self.src_ip, self.src_port, self.dst_ip, self.dst_port = src_ip, src_port, dst_ip, dst_port
+        self.nxt, self.high = position
+        self.other_known = self.driver.takes_bare_ack(dst_ip, dst_port)
+        return 0
+
+    cdef inline bint takes(self, const Packet* p, bint plain):
+        """Whether ``p`` continues the run exactly."""
+        return (
+            p.reverse == self.reverse
+            and plain
+            and p.payload_len
+            and p.payload_len == p.wire_len
+            and continues(self.nxt, self.high, p.seq, p.payload_len)
+        )
+
+    cdef inline bint takes_ack(self, const Packet* p, bint plain):
+        """Whether ``p`` is a bare ACK of the other sender the run counts."""
+        return (
+            p.reverse != self.reverse
+            and plain
+            and not p.payload_len
+            and not p.wire_len
+            and self.other_known
+        )
+
+    cdef int add(self, const Packet* p) except -1:
+        cdef Py_ssize_t got = self.reader.append(p.file_id, p.payload_offset, p.payload_len)
+        self.sizes.append(got)
+        self.timestamps.append(p.ts_ns)
+        self.sources.append((self.paths[p.file_id], p.record_offset))
+        self.nxt += got
+        if self.nxt > self.high:
+            self.high = self.nxt
+        self.last_ns = p.ts_ns
+        return 0
+
+    cdef inline void add_ack(self, const Packet* p):
+        self.acked += 1
+        self.acked_ns = self.last_ns = p.ts_ns
+
+    cdef int flush(self) except -1:
+        """Pass the packets gathered on, and end the run."""
+        self.active = False
+        if self.acked:
+            self.driver.bare_ack(self.dst_ip, self.dst_port, self.acked_ns, self.acked)
+            self.acked = 0
+        if self.timestamps:
+            self.driver.data_run(
+                self.src_ip, self.src_port, self.reader.take(), self.sizes, self.timestamps,
+                self.sources, self.last_ns,
+            )
+            self.sizes, self.timestamps, self.sources = [], [], []
+        return 0
+
+
 def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_t run_packets):
     ip_a, port_a, ip_b, port_b = ends
     paths = files.paths
     cdef _Files reader = _Files(files)
-    cdef Py_ssize_t i, got
+    cdef _Run run = _Run(driver, reader, paths)
+    cdef Py_ssize_t i
     cdef const Packet* p
     cdef bint plain
-    # the run: see packet_loop._Run
-    cdef bint active = False, run_reverse = False, other_known = False
-    cdef int64_t nxt = 0, high = 0, last_ns = 0, acked_ns = 0
-    cdef Py_ssize_t acked = 0
-    cdef list sizes = [], timestamps = [], sources = []
-    run_src_ip = run_dst_ip = run_src_port = run_dst_port = None
 
     for i in range(packets.shape[0]):
         p = &packets[i]
         plain = not (p.flags & NOT_BARE)
-        if active:
-            if p.reverse == run_reverse:
-                if (
-                    plain
-                    and p.payload_len
-                    and p.payload_len == p.wire_len
-                    and continues(nxt, high, p.seq, p.payload_len)
-                ):
-                    got = reader.append(p.file_id, p.payload_offset, p.payload_len)
-                    sizes.append(got)
-                    timestamps.append(p.ts_ns)
-                    sources.append((paths[p.file_id], p.record_offset))
-                    nxt += got
-                    if nxt > high:
-                        high = nxt
-                    last_ns = p.ts_ns
-                    if len(timestamps) >= run_packets:
-                        if acked:
-                            driver.bare_ack(run_dst_ip, run_dst_port, acked_ns, acked)
-                            acked = 0
-                        driver.data_run(
-                            run_src_ip, run_src_port, reader.take(), sizes, timestamps,
-                            sources, last_ns,
-                        )
-                        sizes, timestamps, sources = [], [], []
-                    continue
-            elif plain and not p.payload_len and not p.wire_len and other_known:
-                acked += 1
-                acked_ns = last_ns = p.ts_ns
+        if run.active:
+            if run.takes(p, plain):
+                run.add(p)
+                if len(run.timestamps) >= run_packets:
+                    run.flush()
+                    run.active = True
                 continue
-            # the run ends
-            active = False
-            if acked:
-                driver.bare_ack(run_dst_ip, run_dst_port, acked_ns, acked)
-                acked = 0
-            if timestamps:
-                driver.data_run(
-                    run_src_ip, run_src_port, reader.take(), sizes, timestamps, sources, last_ns
-                )
-                sizes, timestamps, sources = [], [], []
+            if run.takes_ack(p, plain):
+                run.add_ack(p)
+                continue
+            run.flush()
         if p.reverse:
             src_ip, src_port, dst_ip, dst_port = ip_b, port_b, ip_a, port_a
         else:
@@ -167,20 +208,8 @@ def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_
                 if position is not None and continues(
                     position[0], position[1], p.seq, p.payload_len
                 ):
-                    active, run_reverse = True, p.reverse
-                    run_src_ip, run_src_port, run_dst_ip, run_dst_port = (
-                        src_ip, src_port, dst_ip, dst_port
-                    )
-                    nxt, high = position
-                    other_known = driver.takes_bare_ack(dst_ip, dst_port)
-                    got = reader.append(p.file_id, p.payload_offset, p.payload_len)
-                    sizes.append(got)
-                    timestamps.append(p.ts_ns)
-                    sources.append((paths[p.file_id], p.record_offset))
-                    nxt += got
-                    if nxt > high:
-                        high = nxt
-                    last_ns = p.ts_ns
+                    run.start(p, src_ip, src_port, dst_ip, dst_port, position)
+                    run.add(p)
                     continue
             payload = reader.read(p.file_id, p.payload_offset, p.payload_len)
         packet = TcpPacket(
@@ -188,9 +217,4 @@ def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_
             p.payload_offset, p.payload_len, p.wire_len, p.record_offset,
         )
         driver.packet(packet, payload, (paths[p.file_id], p.record_offset))
-    if acked:
-        driver.bare_ack(run_dst_ip, run_dst_port, acked_ns, acked)
-    if timestamps:
-        driver.data_run(
-            run_src_ip, run_src_port, reader.take(), sizes, timestamps, sources, last_ns
-        )
+    run.flush()
