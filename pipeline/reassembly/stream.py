@@ -75,6 +75,16 @@ def continues(nxt: int, high: int, seq: int, size: int) -> bool:
     return seq == nxt % SEQ_MOD and not (size <= 1 and nxt == high - 1)
 
 
+def _kept_after(kept: int, size: int, limit: int) -> int:
+    """How many delivered bytes the tail kept for comparisons holds after ``size`` more: it
+    grows to twice ``limit``, then is cut back to ``limit`` (in batches, not on every
+    segment); a segment of ``limit`` bytes or more leaves only its own last ``limit``."""
+    if size >= limit:
+        return limit
+    kept += size
+    return limit if kept > 2 * limit else kept
+
+
 @dataclass(slots=True)
 class StreamStats:
     delivered_bytes: int = 0
@@ -284,16 +294,8 @@ class StreamReassembler:
 
     def _keep_history(self, data: bytes | memoryview, end: int) -> None:
         """Delivered ``data``, ending at ``end``, joins the tail kept for comparisons."""
-        if len(data) >= self.history_bytes:
-            self._history = bytearray(data[len(data) - self.history_bytes :])
-            self._history_start = end - self.history_bytes
-            return
-        history = self._history
-        history += data
-        excess = len(history) - self.history_bytes
-        if excess > self.history_bytes:  # trim in batches, not on every segment
-            del history[:excess]
-            self._history_start += excess
+        kept = _kept_after(len(self._history), len(data), self.history_bytes)
+        self._keep_tail(data, kept, end)
 
     def _history_after(self, data: bytes, sizes: list[int]) -> None:
         """The tail kept after delivering segments of ``sizes`` one by one (as `_take` would):
@@ -304,20 +306,20 @@ class StreamReassembler:
         if kept + len(data) <= 2 * limit and max(sizes) < limit:
             kept += len(data)  # the usual run: no segment trims the tail
         else:
-            for size in sizes:  # `_keep_history`, lengths only
-                if size >= limit:
-                    kept = limit
-                else:
-                    kept += size
-                    if kept > 2 * limit:
-                        kept = limit
+            for size in sizes:
+                kept = _kept_after(kept, size, limit)
+        self._keep_tail(data, kept, self._next + len(data))
+
+    def _keep_tail(self, data: bytes | memoryview, kept: int, end: int) -> None:
+        """The tail becomes the last ``kept`` bytes of itself followed by ``data``, which ends
+        at stream position ``end``."""
         if kept <= len(data):
             self._history = bytearray(data[len(data) - kept :])
         else:
             history = self._history
             del history[: len(history) - (kept - len(data))]
             history += data
-        self._history_start = self._next + len(data) - kept
+        self._history_start = end - kept
 
     def _gap(self, size: int, ts_ns: int, events: list[StreamEvent]) -> None:
         origin = self._origin

@@ -73,11 +73,11 @@ cdef class _Files:
         cdef char* grown
         cdef Py_ssize_t wanted = self.used + length
         if wanted > self.capacity:
-            grown = <char*>realloc(self.buffer, max(wanted, 2 * self.capacity, 1 << 16))
+            wanted = max(wanted, 2 * self.capacity, 1 << 16)
+            grown = <char*>realloc(self.buffer, wanted)
             if grown == NULL:
                 raise MemoryError()
-            self.buffer = grown
-            self.capacity = max(wanted, 2 * self.capacity, 1 << 16)
+            self.buffer, self.capacity = grown, wanted
         cdef int fd = self.fd(file_id)
         cdef Py_ssize_t got = pread(fd, self.buffer + self.used, length, <off_t>offset)
         if got < 0:
