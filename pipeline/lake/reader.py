@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ from deltalake import DeltaTable
 from pipeline.errors import StompLakeError
 from pipeline.lake.commit import open_table
 from pipeline.lake.layout import LEDGER, Lake
-from pipeline.lake.table_schema import delta_schema_to_arrow, to_spark_schema
+from pipeline.lake.table_schema import delta_schema_to_arrow, to_arrow_schema, to_spark_schema
 from pipeline.lake.writer import delta_jars_available
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def read_delta(
     if delta is None:
         if schema is None:
             raise TableNotFound(f"no Delta table at {path}")
-        return spark.createDataFrame([], to_spark_schema(schema))
+        return empty_frame(spark, to_spark_schema(schema))
     spark_schema = to_spark_schema(
         schema if schema is not None else delta_schema_to_arrow(delta.schema())
     )
@@ -62,7 +63,7 @@ def read_delta(
         return spark.read.format("delta").load(str(path)).select(*columns)
     files = snapshot_files(delta, path)
     if not files:
-        return spark.createDataFrame([], spark_schema)
+        return empty_frame(spark, spark_schema)
     # Without the connector: the snapshot's files, with partition values from their folders.
     # The paths are literal file names: Spark must not expand `[`, `{`, `*` in them as globs.
     frame = (
@@ -72,6 +73,21 @@ def read_delta(
         .parquet(*files)
     )
     return frame.select(*columns)
+
+
+def empty_frame(spark: SparkSession, schema: StructType) -> DataFrame:
+    return local_frame(spark, [], schema)
+
+
+def local_frame(
+    spark: SparkSession, rows: Sequence[Sequence[Any]], schema: StructType
+) -> DataFrame:
+    """``rows`` (tuples in ``schema``'s order) as a relation held in the JVM. From a list,
+    ``createDataFrame`` makes a Python RDD instead: every query over it starts Python tasks, and
+    validation ran dozens of such queries on a batch's empty tables."""
+    arrow = to_arrow_schema(schema)
+    table = pa.Table.from_pylist([dict(zip(arrow.names, row, strict=True)) for row in rows], arrow)
+    return spark.createDataFrame(table, schema=schema)
 
 
 def snapshot_files(delta: DeltaTable, path: Path) -> list[str]:

@@ -18,6 +18,7 @@ import schemas
 from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import app_id_for, batch_committed, open_table
 from pipeline.lake.layout import Lake
+from pipeline.lake.reader import empty_frame
 from pipeline.lake.staging import (
     StagedBatch,
     discard_staged,
@@ -118,7 +119,7 @@ def stage_written(
 def read_files(spark: SparkSession, table: str, root: Path, files: list[str]) -> DataFrame:
     schema = schemas.load(table).spark_schema()
     if not files:
-        return spark.createDataFrame([], schema)
+        return empty_frame(spark, schema)
     reader = spark.read.schema(schema).option("basePath", str(root))
     return reader.parquet(*[str(root / f) for f in files]).select(*schema.fieldNames())
 
@@ -132,7 +133,7 @@ def table_layout(name: str) -> dict[str, Any]:
 def read_staged(spark: SparkSession, staged: StagedBatch) -> DataFrame:
     schema = schemas.load(staged.table).spark_schema()
     if not staged.files:
-        return spark.createDataFrame([], schema)
+        return empty_frame(spark, schema)
     paths = [str(staged.table_path / f.path) for f in staged.files]
     reader = spark.read.schema(schema).option("basePath", str(staged.table_path))
     return reader.parquet(*paths).select(*schema.fieldNames())

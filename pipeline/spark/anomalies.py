@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import schemas
+from pipeline.lake.reader import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -14,9 +15,11 @@ if TYPE_CHECKING:
 
 def capture_anomalies(packets: DataFrame, paths: Sequence[str], batch_id: str) -> DataFrame:
     from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     spark = packets.sparkSession
-    files = spark.createDataFrame(list(enumerate(paths)), "file_id int, file string")
+    schema = StructType([StructField("file_id", IntegerType()), StructField("file", StringType())])
+    files = local_frame(spark, list(enumerate(paths)), schema)
     kind_detail = F.split(F.col("detail"), ": ", 2)
     rows = (
         packets.where(F.col("record_type") == "anomaly")

@@ -12,6 +12,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import schemas
+from pipeline.lake.reader import local_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -100,6 +101,7 @@ def session_checks(
 
 def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any]) -> DataFrame:
     from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
     per_table = reduce(
         lambda a, b: a.unionByName(b),
@@ -126,10 +128,16 @@ def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any
         )
         for t in schemas.TABLES
     ]
-    schema = (
-        "table string, table_rows long, run_counter long, acks_total long, resolved_share double"
+    schema = StructType(
+        [
+            StructField("table", StringType()),
+            StructField("table_rows", LongType()),
+            StructField("run_counter", LongType()),
+            StructField("acks_total", LongType()),
+            StructField("resolved_share", DoubleType()),
+        ]
     )
-    return spark.createDataFrame(data, schema)
+    return local_frame(spark, data, schema)
 
 
 def _outside(first: str, last: str) -> Any:

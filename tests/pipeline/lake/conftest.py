@@ -68,3 +68,8 @@ def events_frame(spark, rows: list[dict], schema):
 
 
 DAY_ONE = date(2026, 11, 21)
+
+
+def runs_python(frame) -> bool:
+    """Whether computing the frame runs Python tasks (a PythonRDD in its RDD lineage)."""
+    return "PythonRDD" in frame._jdf.queryExecution().toRdd().toDebugString()

@@ -25,7 +25,11 @@ def run_script(kill_at: str | None) -> subprocess.CompletedProcess[str]:
     if kill_at is not None:
         env[KILL_AT_ENV] = kill_at
     return subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", SCRIPT],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=30,
     )
 

@@ -7,9 +7,9 @@ import pytest
 
 from pipeline.lake.layout import LEDGER, Lake
 from pipeline.lake.ledger import Ledger
-from pipeline.lake.reader import TableNotFound, list_tables, read_table
+from pipeline.lake.reader import TableNotFound, empty_frame, list_tables, local_frame, read_table
 from pipeline.lake.writer import write_table_batch
-from tests.pipeline.lake.conftest import event_rows, events_frame, sort_rows
+from tests.pipeline.lake.conftest import event_rows, events_frame, runs_python, sort_rows
 
 pytestmark = pytest.mark.spark
 
@@ -45,10 +45,37 @@ def test_table_not_created_yet(spark, lake: Lake, events_spark_schema) -> None:
         read_table(spark, lake, "events")
 
 
+def test_empty_frames_need_no_python(spark, lake: Lake, events_spark_schema) -> None:
+    for frame in (
+        empty_frame(spark, events_spark_schema),
+        read_table(spark, lake, "events", schema=events_spark_schema),
+    ):
+        assert frame.schema == events_spark_schema
+        assert frame.collect() == [] and not runs_python(frame)
+    assert runs_python(spark.createDataFrame([], events_spark_schema))  # what they replace
+
+
+def test_local_frame_holds_the_rows_in_the_jvm(spark) -> None:
+    from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+    schema = StructType(
+        [
+            StructField("name", StringType()),
+            StructField("n", LongType()),
+            StructField("share", DoubleType()),
+        ]
+    )
+    rows = [("a", 1, None), ("b", None, 0.5)]
+    frame = local_frame(spark, rows, schema)
+    assert frame.schema == schema and not runs_python(frame)
+    assert [tuple(r) for r in frame.collect()] == rows
+
+
 def test_table_with_no_files_reads_empty(spark, lake: Lake, events_spark_schema) -> None:
     write(spark, lake, [], "batch-1", events_spark_schema)
     frame = read_table(spark, lake, "events")
     assert frame.count() == 0 and frame.schema == events_spark_schema
+    assert not runs_python(frame)
 
 
 def test_odd_characters_in_the_lake_path(spark, tmp_path: Path, events_spark_schema) -> None:

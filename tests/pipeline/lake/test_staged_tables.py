@@ -14,6 +14,7 @@ from pipeline.lake.staged_tables import (
     stage_written,
     staging_folders,
 )
+from tests.pipeline.lake.conftest import runs_python
 from tests.pipeline.validation.batch_rows import good_batch, to_frames
 
 pytestmark = pytest.mark.spark
@@ -100,3 +101,15 @@ def test_files_the_tasks_wrote_are_staged_read_back_and_committed(spark, tmp_pat
     assert _contents(again.frames["frames"]) == _contents(computed["frames"])
     assert commit_tables(again) == versions
     assert not any(folder.exists() for folder in folders.values())
+
+
+def test_a_table_no_task_wrote_reads_empty_without_python(spark, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    begin_batch(lake, (), batch_id="b1")
+    rows = {**good_batch("b1"), "errors": []}
+    folders, written = _written_by_tasks(lake, "b1", rows)
+    assert "errors" not in written
+    staged = stage_written(spark, lake, "b1", folders, written)
+    errors = staged.frames["errors"]
+    assert errors.schema == schemas.load("errors").spark_schema() and errors.count() == 0
+    assert not runs_python(errors)  # validation's queries over it start no Python task
