@@ -10,6 +10,7 @@ of a failed or speculative task attempt stay in the staging folder, which is rem
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import schemas
@@ -25,6 +27,7 @@ from pipeline.session.rows import Row
 COMPRESSION = "zstd"
 ROW_GROUP_ROWS = 20_000  # rows held per table before they are written as a row group
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+NS_SUFFIX = "_ns"  # a timestamp column's exact twin: ts and ts_ns, acked_at and acked_at_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +45,33 @@ def row_struct(table: str) -> pa.StructType:
 
 def row_batch(table: str, rows: Iterable[Row]) -> pa.RecordBatch:
     """Rows as the writer converts them to Arrow: raises on a value the table's types cannot
-    hold (an integer past int64, a date out of range), where writing them would."""
-    return pa.RecordBatch.from_struct_array(pa.array(list(rows), row_struct(table)))
+    hold (an integer past int64, a date out of range), where writing them would.
+
+    A timestamp column is made from its ``<name>_ns`` twin, which every row builder fills from
+    the same stamp, not from the rows' datetimes: converting those was a quarter of the
+    conversion's time (flow pass on 116 MB: 0.26 against 0.34 s of 2.0 s)."""
+    struct = row_struct(table)
+    converted = pa.RecordBatch.from_struct_array(pa.array(list(rows), _converted_struct(table)))
+    columns = [
+        _micros(converted.column(f"{f.name}{NS_SUFFIX}")).cast(f.type)
+        if pa.types.is_timestamp(f.type)
+        else converted.column(f.name)
+        for f in struct
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
+
+
+@functools.cache
+def _converted_struct(table: str) -> pa.StructType:
+    """What `row_batch` converts from the rows: every column but the timestamps."""
+    return pa.struct([f for f in row_struct(table) if not pa.types.is_timestamp(f.type)])
+
+
+def _micros(ns: pa.Array) -> pa.Array:
+    """Nanoseconds to microseconds, rounded down as ``to_datetime`` rounds them (``divide``
+    truncates toward zero)."""
+    truncated = pc.divide(ns, 1000)
+    return pc.subtract(truncated, pc.greater(pc.multiply(truncated, 1000), ns).cast(pa.int64()))
 
 
 def file_schema(table: str) -> pa.Schema:

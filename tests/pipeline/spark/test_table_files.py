@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 import schemas
+from pipeline.session.clock import to_datetime
+from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.table_files import (
+    NS_SUFFIX,
     ROW_GROUP_ROWS,
     TableFileWriter,
     file_schema,
+    row_batch,
     row_struct,
     write_table_rows,
 )
+from tests.conftest import REPO, REPO_CAPTURES
+from tests.pipeline.spark.test_packet_loop import _pieces
 
 
 def _anomaly(day: int, index: int) -> dict:
@@ -24,8 +32,8 @@ def _anomaly(day: int, index: int) -> dict:
         kind="bad_record_length",
         file="/captures/a.pcap",
         file_offset=index,
-        ts=datetime(2025, 1, day, tzinfo=UTC),
-        ts_ns=index,
+        ts=to_datetime(day * 86_400_000_000_000 + index),
+        ts_ns=day * 86_400_000_000_000 + index,
         detail=f"record {index}",
         date=date(2025, 1, day),
     )
@@ -66,3 +74,37 @@ def test_every_table_has_a_row_struct_without_the_batch_id() -> None:
     for table in schemas.TABLES:
         names = [field.name for field in row_struct(table)]
         assert names == [n for n in schemas.load(table).column_names if n != "batch_id"]
+
+
+def test_every_timestamp_column_has_an_exact_twin_in_nanoseconds() -> None:
+    for table in schemas.TABLES:
+        struct = row_struct(table)
+        for field in struct:
+            if pa.types.is_timestamp(field.type):
+                twin = struct.field(f"{field.name}{NS_SUFFIX}")
+                assert twin.type == pa.int64(), (table, field.name)
+
+
+def _as_given(table: str, rows: list[dict]) -> pa.RecordBatch:
+    """The rows converted as they are, datetimes included."""
+    return pa.RecordBatch.from_struct_array(pa.array(rows, row_struct(table)))
+
+
+@pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
+def test_timestamps_made_from_nanoseconds_are_the_rows_own(path: Path) -> None:
+    runner = FlowRunner(RunnerConfig((str(path),), close_open=True))
+    pieces = _pieces([str(path)])
+    if pieces:
+        runner.feed_batch(pa.RecordBatch.from_pylist(pieces))
+    runner.close()
+    for kind, rows, _keys in runner.drain():
+        if kind != STATE_KIND and rows:
+            assert row_batch(kind, rows).equals(_as_given(kind, rows)), kind
+
+
+def test_timestamps_round_down_to_microseconds_as_the_rows_do() -> None:
+    stamps = [-1_001, -1_000, -1, 0, 999, 1_000, 1_736_935_200_000_006_769, None]
+    rows = [{**_anomaly(1, 0), "ts": None, "ts_ns": None, "date": None} for _ in stamps]
+    for row, ns in zip(rows, stamps, strict=True):
+        row.update(ts=None if ns is None else to_datetime(ns), ts_ns=ns)
+    assert row_batch("anomalies", rows).equals(_as_given("anomalies", rows))
