@@ -30,7 +30,7 @@ _UNMASKED = re.compile(r"(?i)passcode\s*[:=]\s*(?!\*\*\*)[^\s,;]")
 @dataclass(slots=True)
 class OfflineResult:
     packets: int = 0
-    capture_anomalies: list[dict] = field(default_factory=list)  # rows as capture_anomalies makes
+    capture_anomalies: list[dict] = field(default_factory=list)  # as capture_anomaly_rows
     tables: dict[str, list[dict]] = field(default_factory=dict)
     carried: int = 0  # connections left open (state rows)
 

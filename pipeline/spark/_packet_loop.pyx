@@ -157,8 +157,12 @@ cdef class _Run:
         self.acked_ns = self.last_ns = p.ts_ns
 
     cdef int flush(self) except -1:
-        """Pass the packets gathered on, and end the run."""
+        """End the run, passing on what it gathered."""
         self.active = False
+        return self.pass_on()
+
+    cdef int pass_on(self) except -1:
+        """Pass the packets and bare ACKs gathered on; the run goes on."""
         if self.acked:
             self.driver.bare_ack(self.dst_ip, self.dst_port, self.acked_ns, self.acked)
             self.acked = 0
@@ -187,8 +191,7 @@ def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_
             if run.takes(p, plain):
                 run.add(p)
                 if len(run.timestamps) >= run_packets:
-                    run.flush()
-                    run.active = True
+                    run.pass_on()
                 continue
             if run.takes_ack(p, plain):
                 run.add_ack(p)

@@ -62,8 +62,7 @@ def feed_packets(
                 if plain and p_len and p_len == w_len and continues(run.next, run.high, seq, p_len):
                     run.add(read(file_id, p_off, p_len), ts, (paths[file_id], r_off))
                     if len(run.timestamps) >= run_packets:
-                        run.flush()
-                        run.active = True
+                        run.pass_on()
                     continue
             elif plain and not p_len and not w_len and run.other_known:
                 run.acked += 1
@@ -138,8 +137,12 @@ class _Run:
         self.last_ns = ts_ns
 
     def flush(self) -> None:
-        """Pass the packets gathered on, and end the run."""
+        """End the run, passing on what it gathered."""
         self.active = False
+        self.pass_on()
+
+    def pass_on(self) -> None:
+        """Pass the packets and bare ACKs gathered on; the run goes on."""
         if self.acked:
             self.driver.bare_ack(self.dst_ip, self.dst_port, self.acked_ns, self.acked)
             self.acked = 0
