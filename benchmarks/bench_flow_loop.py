@@ -11,7 +11,9 @@ rows; no Parquet), one core, three ways:
 - ``compiled``: as `stomp-lake run` runs it;
 - ``pure_python_loop``: the packet loop's pure-Python twin (`pipeline/spark/packet_loop.py`),
   everything else compiled;
-- ``pure_python``: every pure-Python twin (STOMP_LAKE_PURE_PYTHON=1: the loop and the decoder).
+- ``pure_python``: every pure-Python twin (STOMP_LAKE_PURE_PYTHON=1: the loop and the decoder);
+- ``no_session_model``: compiled, with every frame and heart-beat decoded and passed over, but
+  no session model and no rows: what is left when the session model costs nothing.
 
 The ratios are medians over rounds of the two times in the same round.
 """
@@ -31,15 +33,18 @@ import pyarrow as pa
 
 from benchmarks.traffic import TrafficSpec, generate_files
 from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.session.model import SessionModel
+from pipeline.session.streams import DirectionStream
 from pipeline.spark import flows
 from pipeline.spark.captures import read_paths
 from pipeline.spark.flows import FlowRunner, RunnerConfig
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from pipeline.stomp import speedups
+from pipeline.stomp.events import Frame, HeartBeat
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA = Path("work/bench")
-WAYS = ("compiled", "pure_python_loop", "pure_python")
+WAYS = ("compiled", "pure_python_loop", "pure_python", "no_session_model")
 
 
 def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
@@ -50,15 +55,35 @@ def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
     return table.sort_by([*order, ("record_offset", "ascending")]).combine_chunks().to_batches()[0]
 
 
+_decoded = [0]  # frames `_decode_only` passed over
+
+
+def _decode_only(_model: SessionModel, stream: DirectionStream) -> None:
+    """`SessionModel._process` that decodes every event and passes over it: no rows."""
+    assert stream.decoder is not None
+    for event in stream.decoder.events():
+        if type(event) is Frame:
+            _decoded[0] += 1
+            stream.consumed(event.end)
+        elif type(event) is HeartBeat:
+            stream.consumed(event.offset + event.length)
+    stream.prune()
+
+
 def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float, int]:
-    """Seconds to feed every piece through a `FlowRunner` and drain its rows; frames made."""
+    """Seconds to feed every piece through a `FlowRunner` and drain its rows; frames made
+    (``no_session_model``: frames decoded)."""
     compiled_decoder = speedups.compiled
-    loop = feed_packets if way != "compiled" else packet_loop()
+    loop = packet_loop() if way in ("compiled", "no_session_model") else feed_packets
     original = flows.packet_loop
+    original_process = SessionModel._process
     flows.packet_loop = lambda: loop
     if way == "pure_python":
         os.environ[PURE_PYTHON_VARIABLE] = "1"
         speedups.compiled = None
+    if way == "no_session_model":
+        _decoded[0] = 0
+        SessionModel._process = _decode_only  # type: ignore[method-assign,assignment]
     try:
         frames = 0
 
@@ -72,9 +97,11 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
         runner.feed_batch(pieces)
         runner.close()
         count()
-        return time.perf_counter() - start, frames
+        seconds = time.perf_counter() - start
+        return seconds, _decoded[0] if way == "no_session_model" else frames
     finally:
         flows.packet_loop = original
+        SessionModel._process = original_process  # type: ignore[method-assign]
         os.environ.pop(PURE_PYTHON_VARIABLE, None)
         speedups.compiled = compiled_decoder
 
@@ -112,6 +139,12 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
         "runs": {way: [round(t, 3) for t in runs] for way, runs in times.items()},
         "compiled_vs_pure_python_loop": ratio("pure_python_loop"),
         "compiled_vs_pure_python": ratio("pure_python"),
+        "session_model_share": round(
+            statistics.median(
+                1 - n / c for n, c in zip(times["no_session_model"], times["compiled"], strict=True)
+            ),
+            2,
+        ),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "flow_loop.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -141,10 +174,16 @@ def markdown(result: dict[str, Any]) -> str:
         f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, every twin "
         f"{result['compiled_vs_pure_python']}x.",
         "",
+        "The session model and its rows take "
+        f"{result['session_model_share']:.0%} of the compiled way (median over rounds of 1 - "
+        "no_session_model / compiled): the part a compiled session model would cut.",
+        "",
         "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, the decoder's "
         "`_speedups.c`); `pure_python_loop`: the loop's twin `pipeline/spark/packet_loop.py`; "
         "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "
-        "reassembler's per-run work, the session model and the table rows.",
+        "reassembler's per-run work, the session model and the table rows. `no_session_model`: "
+        "compiled, every frame and heart-beat decoded (by the version the connection starts "
+        "with) and passed over; the same number of frames.",
         "",
     ]
     return "\n".join(lines)
