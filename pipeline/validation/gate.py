@@ -31,7 +31,13 @@ from pipeline.validation import checks
 from pipeline.validation.docs_index import write_docs_index
 from pipeline.validation.quarantine import quarantine_batch
 from pipeline.validation.results import ExpectationOutcome, outcomes_of
-from pipeline.validation.suites import CROSS_TABLE_SUITES, SUITE_NAMES, columns_used, load_suite
+from pipeline.validation.suites import (
+    CROSS_TABLE_SUITES,
+    SUITE_NAMES,
+    columns_used,
+    load_suite,
+    row_filters,
+)
 
 if TYPE_CHECKING:
     from great_expectations.data_context.store.store import DataDocsSiteConfigTypedDict
@@ -278,6 +284,11 @@ def _context(lake: Lake, batch_id: str) -> Any:
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
+    # GX documents an ephemeral context's configuration as not saved, yet it writes the whole
+    # of it as YAML into its in-memory store at each data source, asset and suite added (33
+    # times a batch, each longer than the last: 0.27 s of the 0.86 s set-up on 0.58 GB). Nothing
+    # reads that copy back: the context keeps its configuration as objects.
+    context._save_project_config = lambda: None  # type: ignore[method-assign]
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     docs = make_private_dir(lake.docs_dir / batch_id)
     sites = context.variables.data_docs_sites
@@ -298,28 +309,32 @@ def _definition(context: Any, name: str, frame: DataFrame) -> tuple[Any, Any]:
 
     source = context.data_sources.add_spark(f"{name}_source", persist=False)
     batch = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("batch")
-    suite = context.suites.add(load_suite(name, counted=True, foldable=_resolves_on(frame)))
+    resolved = _resolved_on(frame, row_filters(name))
+    suite = context.suites.add(load_suite(name, counted=True, foldable=resolved.__contains__))
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
     return definition, source.get_execution_engine()
 
 
-def _resolves_on(frame: DataFrame) -> Callable[[str], bool]:
-    """Whether a row filter's condition is an expression Spark resolves on ``frame`` (analysis
-    only, no job): a filter that does not stays a query of its own, so that its error is
-    reported on it alone, not on every aggregate computed with it."""
+def _resolved_on(frame: DataFrame, conditions: list[str]) -> frozenset[str]:
+    """The row filters' conditions that Spark resolves on ``frame`` (analysis only, no job): a
+    filter that does not stays a query of its own, so that its error is reported on it alone,
+    not on every aggregate computed with it. All are analysed in one query (one at a time took
+    0.34 s of GX's set-up on a batch's 30 filters), and one by one only when that one fails."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
-    def resolves(condition: str) -> bool:
+    def resolve(some: list[str]) -> bool:
         try:
-            frame.select(F.count(F.when(F.expr(condition), F.lit(1))))
+            frame.select(*(F.count(F.when(F.expr(c), F.lit(1))) for c in some))
         except AnalysisException:
             return False
         return True
 
-    return resolves
+    if not conditions or resolve(conditions):
+        return frozenset(conditions)
+    return frozenset(c for c in conditions if resolve([c]))
 
 
 def _costliest_first(

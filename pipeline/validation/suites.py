@@ -86,6 +86,16 @@ def row_filter(query: object) -> str | None:
     return match["condition"]
 
 
+def row_filters(name: str) -> list[str]:
+    """The conditions of the suite's row queries that only filter rows (:func:`row_filter`)."""
+    queries = (
+        e.get("kwargs", {}).get("unexpected_rows_query")
+        for e in suite_json(name).get("expectations", [])
+        if e.get("type") == ROW_QUERY
+    )
+    return [c for c in map(row_filter, queries) if c is not None]
+
+
 def stored_type(kind: str) -> str:
     """The expectation type the suite stores for a type the gate ran."""
     return ROW_QUERY if kind in (COUNTED_ROW_QUERY, FILTER_ROW_QUERY) else kind

@@ -160,6 +160,44 @@ def test_suites_in_flight_query_their_own_session(spark, tmp_path: Path, monkeyp
     assert not any(shared for _, _, shared in seen)
 
 
+def test_row_filters_spark_cannot_resolve_are_left_out_and_the_others_kept(spark) -> None:
+    from pipeline.validation.gate import _resolved_on
+
+    frame = spark.createDataFrame([(1, "a")], "a long, b string")
+    good = ["a < 0", "b IS NULL AND a > 1", "length(b) > 3"]
+    assert _resolved_on(frame, good) == frozenset(good)
+    bad = ["no_such_column > 0", "a <", "no_such_function(a)"]
+    assert _resolved_on(frame, [*good, *bad]) == frozenset(good)
+    assert _resolved_on(frame, bad) == frozenset()
+    assert _resolved_on(frame, []) == frozenset()
+
+
+def test_gx_context_keeps_its_configuration_without_writing_it_out(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from great_expectations.data_context.types.base import BaseYamlConfig
+
+    from pipeline.validation.gate import _context
+
+    written: list[str] = []
+    to_yaml = BaseYamlConfig.to_yaml_str
+
+    def counted(self: BaseYamlConfig) -> str:
+        written.append(type(self).__name__)
+        return to_yaml(self)
+
+    monkeypatch.setattr(BaseYamlConfig, "to_yaml_str", counted)
+    context = _context(Lake(tmp_path / "lake").ensure(), "b1")
+    source = context.data_sources.add_spark("frames_source", persist=False)
+    source.add_dataframe_asset("frames")
+
+    assert written == []
+    assert context.variables.progress_bars.globally is False
+    site = context.variables.data_docs_sites["local_site"]
+    assert site["store_backend"]["base_directory"] == str(tmp_path / "lake" / "docs" / "b1")
+    assert context.data_sources.get("frames_source").get_asset("frames").name == "frames"
+
+
 def test_a_suite_costs_the_rows_it_reads() -> None:
     from pipeline.validation.gate import _expected_cost
 

@@ -17,6 +17,7 @@ from pipeline.validation.suites import (
     counting_row_queries,
     load_suite,
     row_filter,
+    row_filters,
     stored_type,
     suite_json,
 )
@@ -138,3 +139,16 @@ def test_filtering_row_queries_are_folded_and_the_others_counted() -> None:
     assert [e["kwargs"] for e in run["expectations"]] == [
         e["kwargs"] for e in suite["expectations"]
     ]
+
+
+@pytest.mark.parametrize("name", SUITE_NAMES)
+def test_row_filters_are_the_conditions_a_suite_may_fold(name: str) -> None:
+    suite = suite_json(name)
+    run = counting_row_queries(suite)  # every condition foldable
+    folded = [
+        row_filter(original["kwargs"]["unexpected_rows_query"])
+        for original, ran in zip(suite["expectations"], run["expectations"], strict=True)
+        if ran["type"] == FILTER_ROW_QUERY
+    ]
+    assert row_filters(name) == folded
+    assert counting_row_queries(suite, set(folded).__contains__) == run
