@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import schemas
 from pipeline.session.clock import to_datetime
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.table_files import (
+    DICTIONARY_PAGE_BYTES,
     NS_SUFFIX,
     ROW_GROUP_ROWS,
     TableFileWriter,
@@ -68,6 +70,29 @@ def test_a_writer_keeps_one_file_per_date_across_row_groups(tmp_path: Path) -> N
     assert metadata.num_row_groups >= 2
     offsets = pq.read_table(tmp_path / written.path).column("file_offset").to_pylist()
     assert offsets == list(range(count))  # in the order rows came
+
+
+def test_only_repeating_values_keep_a_dictionary(tmp_path: Path) -> None:
+    rows = [_anomaly(1, i) for i in range(ROW_GROUP_ROWS)]
+    for row in rows:  # distinct, hardly compressible: 1.3 MB, a dictionary of 1 MB unbounded
+        row["detail"] = hashlib.sha256(str(row["file_offset"]).encode()).hexdigest()
+    (written,) = write_table_rows("anomalies", rows, str(tmp_path), "b-3")
+    group = pq.read_metadata(tmp_path / written.path).row_group(0)
+    columns = {c.path_in_schema: c for c in map(group.column, range(group.num_columns))}
+
+    def dictionary_page_bytes(name: str) -> int:
+        column = columns[name]
+        assert column.has_dictionary_page and "RLE_DICTIONARY" in column.encodings
+        return int(column.data_page_offset - column.dictionary_page_offset)
+
+    assert dictionary_page_bytes("kind") < 100  # one value for every row
+    # The dictionary stops near its limit (34 KB of digests) and the rest is written plain;
+    # with Arrow's default limit of 1 MB it held 0.56 MB of them.
+    assert dictionary_page_bytes("detail") <= 2 * DICTIONARY_PAGE_BYTES
+    assert columns["detail"].total_compressed_size > 8 * DICTIONARY_PAGE_BYTES  # the limit bites
+    assert pq.read_table(tmp_path / written.path).column("detail").to_pylist() == [
+        row["detail"] for row in rows
+    ]
 
 
 def test_every_table_has_a_row_struct_without_the_batch_id() -> None:
