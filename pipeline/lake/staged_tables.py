@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,8 @@ from pipeline.lake.staging import (
 )
 from pipeline.lake.table_schema import to_arrow_schema
 from pipeline.lake.writer import commit_staged, delta_jars_available, write_table_batch
+
+READ_THREADS = 4
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -102,7 +105,7 @@ def stage_written(
             out.scratch.append(folder)
         else:
             layout = table_layout(name)
-            staged = stage_files(
+            out.staged[name] = stage_files(
                 lake,
                 name,
                 schema=to_arrow_schema(layout["schema"]),
@@ -111,9 +114,19 @@ def stage_written(
                 staging_dir=folder,
                 written=files,
             )
-            out.staged[name] = staged
-            out.frames[name] = read_staged(spark, staged)
+    out.frames.update(read_all_staged(spark, out.staged))
     return out
+
+
+def read_all_staged(spark: SparkSession, staged: dict[str, StagedBatch]) -> dict[str, DataFrame]:
+    """`read_staged` of every table, side by side: each is a few round trips to the JVM and a
+    listing of its files there (0.37 s for a batch's eleven tables one after another)."""
+    if not staged:
+        return {}
+    spark.read  # noqa: B018  the reader's module, imported here: the threads import nothing
+    with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="stage-read") as pool:
+        frames = pool.map(lambda batch: read_staged(spark, batch), staged.values())
+        return dict(zip(staged, frames, strict=True))
 
 
 def read_files(spark: SparkSession, table: str, root: Path, files: list[str]) -> DataFrame:
