@@ -65,9 +65,10 @@ def stage_tables(
         elif use_connector:
             out.computed[name] = out.frames[name] = frame.persist(StorageLevel.MEMORY_AND_DISK)
         else:
-            staged = stage_batch(frame, lake, name, batch_id=batch_id, **table_layout(name))
-            out.staged[name] = staged
-            out.frames[name] = read_staged(spark, staged)
+            out.staged[name] = stage_batch(
+                frame, lake, name, batch_id=batch_id, **table_layout(name)
+            )
+    out.frames.update(read_all_staged(spark, out.staged))
     return out
 
 

@@ -70,7 +70,7 @@ def counting_row_queries(
     def as_run(expectation: dict[str, Any]) -> dict[str, Any]:
         if expectation.get("type") != ROW_QUERY:
             return expectation
-        condition = row_filter(expectation.get("kwargs", {}).get("unexpected_rows_query"))
+        condition = _filter_of(expectation)
         kind = FILTER_ROW_QUERY if condition and foldable(condition) else COUNTED_ROW_QUERY
         return {**expectation, "type": kind}
 
@@ -88,12 +88,13 @@ def row_filter(query: object) -> str | None:
 
 def row_filters(name: str) -> list[str]:
     """The conditions of the suite's row queries that only filter rows (:func:`row_filter`)."""
-    queries = (
-        e.get("kwargs", {}).get("unexpected_rows_query")
-        for e in suite_json(name).get("expectations", [])
-        if e.get("type") == ROW_QUERY
-    )
-    return [c for c in map(row_filter, queries) if c is not None]
+    expectations = suite_json(name).get("expectations", [])
+    found = (_filter_of(e) for e in expectations if e.get("type") == ROW_QUERY)
+    return [condition for condition in found if condition is not None]
+
+
+def _filter_of(row_query: dict[str, Any]) -> str | None:
+    return row_filter(row_query.get("kwargs", {}).get("unexpected_rows_query"))
 
 
 def stored_type(kind: str) -> str:
