@@ -23,7 +23,6 @@ from pipeline.lake.reader import empty_frame
 from pipeline.lake.staging import (
     StagedBatch,
     discard_staged,
-    stage_batch,
     stage_files,
     staging_folder,
 )
@@ -47,31 +46,6 @@ class StagedTables:
     scratch: list[Path] = field(default_factory=list)  # staging folders never placed
 
 
-def stage_tables(
-    spark: SparkSession, lake: Lake, batch_id: str, tables: dict[str, DataFrame]
-) -> StagedTables:
-    """Stage every table of the batch; tables that already hold it (a resumed batch) are skipped
-    but still validated from their computed frame, so the batch is judged whole."""
-    from pyspark import StorageLevel
-
-    seq = batch_sequence(lake, validate_batch_id(batch_id))
-    use_connector = delta_jars_available(spark)
-    out = StagedTables(lake, batch_id, frames={})
-    for name, frame in tables.items():
-        existing = open_table(lake.table_path(name))
-        if existing is not None and batch_committed(existing, app_id_for(name), seq, batch_id):
-            out.committed.add(name)
-            out.frames[name] = frame
-        elif use_connector:
-            out.computed[name] = out.frames[name] = frame.persist(StorageLevel.MEMORY_AND_DISK)
-        else:
-            out.staged[name] = stage_batch(
-                frame, lake, name, batch_id=batch_id, **table_layout(name)
-            )
-    out.frames.update(read_all_staged(spark, out.staged))
-    return out
-
-
 def staging_folders(lake: Lake, batch_id: str, tables: Sequence[str]) -> dict[str, Path]:
     """One new staging folder per table, for the flow pass's tasks to write the batch into."""
     validate_batch_id(batch_id)
@@ -86,16 +60,17 @@ def stage_written(
     written: dict[str, list[str]],
 ) -> StagedTables:
     """Stage what the flow pass wrote (``written``: table -> files under its folder's
-    ``parquet/``), as `stage_tables` stages frames: tables already holding the batch are only
-    validated, with Delta's jars the connector writes the files' rows at commit."""
+    ``parquet/``). Tables that already hold the batch (a resumed batch) are not staged again but
+    still validated from the files, so the batch is judged whole; with Delta's jars the connector
+    writes the files' rows at commit."""
     from pyspark import StorageLevel
 
     use_connector = delta_jars_available(spark)
     out = StagedTables(lake, batch_id, frames={})
+    seq = batch_sequence(lake, batch_id)
     for name, folder in folders.items():
         files = written.get(name, [])
         existing = open_table(lake.table_path(name))
-        seq = batch_sequence(lake, batch_id)
         if existing is not None and batch_committed(existing, app_id_for(name), seq, batch_id):
             out.committed.add(name)
             out.frames[name] = read_files(spark, name, folder / "parquet", files)

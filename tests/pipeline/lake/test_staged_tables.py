@@ -10,7 +10,6 @@ from pipeline.lake.orphans import data_files
 from pipeline.lake.staged_tables import (
     commit_tables,
     discard_tables,
-    stage_tables,
     stage_written,
     staging_folders,
 )
@@ -22,38 +21,6 @@ pytestmark = pytest.mark.spark
 
 def _contents(frame) -> list[tuple]:
     return sorted(tuple(str(v) for v in row) for row in frame.collect())
-
-
-def test_staged_files_read_back_as_computed_and_stay_invisible_until_committed(
-    spark, tmp_path: Path
-) -> None:
-    lake = Lake(tmp_path / "lake").ensure()
-    begin_batch(lake, (), batch_id="b1")
-    computed = to_frames(spark, good_batch("b1"))
-    staged = stage_tables(spark, lake, "b1", computed)
-
-    assert set(staged.staged) == set(schemas.TABLES) and not staged.committed
-    for name, frame in computed.items():
-        assert _contents(staged.frames[name]) == _contents(frame), name
-    assert list_tables(lake) == []
-
-    versions = commit_tables(staged)
-    assert set(versions) == set(schemas.TABLES)
-    assert _contents(read_table(spark, lake, "frames")) == _contents(computed["frames"])
-
-    again = stage_tables(spark, lake, "b1", computed)  # a resumed batch: nothing staged twice
-    assert again.committed == set(schemas.TABLES) and not again.staged
-    assert commit_tables(again) == versions
-
-
-def test_discarded_tables_leave_no_file_behind(spark, tmp_path: Path) -> None:
-    lake = Lake(tmp_path / "lake").ensure()
-    begin_batch(lake, (), batch_id="b1")
-    staged = stage_tables(spark, lake, "b1", to_frames(spark, good_batch("b1")))
-    discard_tables(staged)
-    for name in schemas.TABLES:
-        assert data_files(lake.table_path(name)) == []
-        assert not any((lake.table_path(name) / "_staging").glob("*"))
 
 
 def _written_by_tasks(lake: Lake, batch_id: str, rows: dict[str, list[dict]]):
@@ -101,6 +68,18 @@ def test_files_the_tasks_wrote_are_staged_read_back_and_committed(spark, tmp_pat
     assert _contents(again.frames["frames"]) == _contents(computed["frames"])
     assert commit_tables(again) == versions
     assert not any(folder.exists() for folder in folders.values())
+
+
+def test_discarded_tables_leave_no_file_behind(spark, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    begin_batch(lake, (), batch_id="b1")
+    folders, written = _written_by_tasks(lake, "b1", good_batch("b1"))
+    staged = stage_written(spark, lake, "b1", folders, written)
+    assert set(staged.staged) == set(schemas.TABLES)
+    discard_tables(staged)
+    for name in schemas.TABLES:
+        assert data_files(lake.table_path(name)) == []
+        assert not any((lake.table_path(name) / "_staging").glob("*"))
 
 
 def test_a_table_no_task_wrote_reads_empty_without_python(spark, tmp_path: Path) -> None:
