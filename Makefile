@@ -12,9 +12,11 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
-# `pip install` builds the compiled hot paths (setup.py: the decoder's C, the capture scanner's
-# and the flow pass's Cython); with no compiler the pure-Python twins run instead.
-$(BIN)/stomp-lake: pipeline/stomp/_speedups.c pipeline/ingest/_scan.pyx pipeline/spark/_packet_loop.pyx setup.py
+# `pip install` builds the compiled hot paths (setup.py: the decoder's C; the Cython of the
+# capture scanner, the flow pass's loop and the session's streams); with no compiler the
+# pure-Python twins run instead.
+$(BIN)/stomp-lake: pipeline/stomp/_speedups.c pipeline/ingest/_scan.pyx pipeline/spark/_packet_loop.pyx \
+	pipeline/session/_streams.pyx setup.py
 
 venv: $(BIN)/stomp-lake
 

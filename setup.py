@@ -4,8 +4,10 @@
 * `pipeline.ingest._scan` (Cython): the capture readers' loop over plain TCP packets.
 * `pipeline.spark._packet_loop` (Cython): the flow pass's loop over a flow's packets (in-order
   runs gathered, payloads read back).
+* `pipeline.session._streams` (Cython): the session model's chunk bookkeeping, a chunk per
+  capture packet.
 
-Both are optional: without a working compiler (or without Cython, for the second) the install
+All are optional: without a working compiler (or without Cython, for the second) the install
 still succeeds and the pure-Python twins run, as with STOMP_LAKE_PURE_PYTHON=1
 (`pipeline.compiled`).
 """
@@ -39,6 +41,12 @@ else:
             Extension(
                 "pipeline.spark._packet_loop",
                 ["pipeline/spark/_packet_loop.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            Extension(
+                "pipeline.session._streams",
+                ["pipeline/session/_streams.pyx"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

@@ -58,7 +58,7 @@ from pipeline.session.privacy import (
 )
 from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
 from pipeline.session.rows import Row, frame_row, heartbeat_row, websocket_control_row
-from pipeline.session.streams import DirectionStream, Stamp, make_chunk, make_stamp
+from pipeline.session.streams import DirectionStream, Stamp, implementation
 from pipeline.stomp import ALL_COMMANDS, NEED_DATA, Event, Frame, HeartBeat
 from pipeline.stomp import Violation as StompViolation
 
@@ -102,6 +102,8 @@ class SessionModel:
         "_websocket",
         "_ws_counts",
         "_ws_close",
+        "_make_chunk",
+        "_make_stamp",
     )
 
     def __init__(
@@ -120,9 +122,12 @@ class SessionModel:
         self.server = server
         self.options = options
         self._mid_stream = mid_stream
+        streams = implementation()  # compiled or not, the model's streams and chunks match
+        self._make_chunk = streams.make_chunk
+        self._make_stamp = streams.make_stamp
         self._streams: dict[str, DirectionStream] = {
-            C2S: DirectionStream(C2S),
-            S2C: DirectionStream(S2C),
+            C2S: streams.DirectionStream(C2S),
+            S2C: streams.DirectionStream(S2C),
         }  # by Direction or its plain value
         self._out = Outbox(session_id)
         self._protocol = ProtocolState(options, self._out)
@@ -161,7 +166,7 @@ class SessionModel:
         if self._finished:
             detail = f"{len(data)} bytes after the connection was finished"
             self._out.anomaly(
-                "tcp", "data_after_finish", direction, make_stamp(ts_ns), offset, detail
+                "tcp", "data_after_finish", direction, self._make_stamp(ts_ns), offset, detail
             )
             return
         if stream.decoder is None:
@@ -170,7 +175,7 @@ class SessionModel:
             data, offset = self._align(stream, ts_ns, offset, data, source)
             if not data:
                 return
-        chunk = make_chunk(offset, offset + len(data), ts_ns, source)
+        chunk = self._make_chunk(offset, offset + len(data), ts_ns, source)
         if tcp_offset is not None:
             chunk.tcp_start = tcp_offset
             chunk.tcp_frames = tcp_frames
@@ -203,10 +208,7 @@ class SessionModel:
             return
         chunks = stream.chunks
         first = len(chunks)
-        start = offset
-        for size, ts_ns, source in zip(sizes, timestamps, sources, strict=True):
-            stream.add_chunk(make_chunk(start, start + size, ts_ns, source))
-            start += size
+        stream.add_packets(offset, sizes, timestamps, sources)
         if len(chunks) == first:
             return
         if self._first is None:
@@ -328,7 +330,11 @@ class SessionModel:
 
     def _touch(self, ts_ns: int, source: tuple[str, int] | None = None, offset: int = 0) -> Stamp:
         """The stamp of an input; one that knows its packet gives anomalies a file position."""
-        at = make_stamp(ts_ns) if source is None else make_chunk(offset, offset, ts_ns, source)
+        at = (
+            self._make_stamp(ts_ns)
+            if source is None
+            else self._make_chunk(offset, offset, ts_ns, source)
+        )
         if self._first is None:
             self._first = at
         self._out.last = at
@@ -349,7 +355,7 @@ class SessionModel:
             return data, offset
         overlap = expected - offset
         detail = f"{min(overlap, len(data))} bytes delivered twice were skipped"
-        at = make_chunk(offset, offset, ts_ns, source) if source else make_stamp(ts_ns)
+        at = self._make_chunk(offset, offset, ts_ns, source) if source else self._make_stamp(ts_ns)
         self._out.anomaly("tcp", "overlap", stream.direction, at, offset, detail)
         return data[overlap:], expected
 

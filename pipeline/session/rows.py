@@ -281,9 +281,8 @@ def anomaly_row(
     stream_offset: int | None,
     detail: str,
 ) -> Row:
-    file = file_offset = None
-    if isinstance(at, Chunk):
-        file, file_offset = at.file, at.file_offset
+    file = getattr(at, "file", None)  # a chunk's, compiled (`_streams`) or not
+    file_offset = getattr(at, "file_offset", None)
     return {
         "source": source,
         "kind": kind,

@@ -3,15 +3,23 @@
 Frames and heart-beats carry stream offsets only; the chunk list maps an offset back to the
 capture time (and file position) of the packet that carried it. Chunks are dropped once no
 pending frame or heart-beat can still refer to them.
+
+This module is the readable reference; ``_streams.pyx`` is the same compiled (a chunk is made
+for every capture packet), chosen by `implementation` unless STOMP_LAKE_PURE_PYTHON=1.
 """
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from operator import itemgetter
+from types import ModuleType
+from typing import Any
 
+from pipeline.compiled import load
 from pipeline.session.clock import to_datetime
 from pipeline.stomp import Decoder
 
@@ -111,6 +119,25 @@ class DirectionStream:
         self.next_offset = chunk.end
         self.bytes += chunk.end - chunk.start
 
+    def add_packets(
+        self,
+        start: int,
+        sizes: list[int],
+        timestamps: list[int],
+        sources: Sequence[tuple[str, int] | None],
+    ) -> None:
+        """A chunk for each of consecutive packets whose bytes begin at ``start``."""
+        if not len(sizes) == len(timestamps) == len(sources):
+            raise ValueError("sizes, timestamps and sources differ in length")
+        chunks = self.chunks
+        at = start
+        for size, ts_ns, source in zip(sizes, timestamps, sources, strict=True):
+            chunks.append(make_chunk(at, at + size, ts_ns, source))
+            at += size
+        if sizes:
+            self.next_offset = at
+            self.bytes += at - start
+
     def chunk_at(self, offset: int) -> Chunk | None:
         """The chunk holding ``offset`` (the last one before it when it fell in a gap)."""
         chunks = self.chunks
@@ -159,3 +186,10 @@ class DirectionStream:
             # Keep the first chunk (where the pending frame began) and the recent ones; a lookup
             # in the forgotten middle answers with the first chunk's time.
             del chunks[1 : len(chunks) - _KEEP_RECENT]
+
+
+def implementation() -> ModuleType | Any:
+    """The compiled twin (`_streams`), or this module (not built, or pure Python asked for):
+    both have `DirectionStream`, `make_chunk` and `make_stamp`."""
+    module = load("pipeline.session._streams")
+    return sys.modules[__name__] if module is None else module

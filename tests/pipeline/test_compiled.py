@@ -1,8 +1,8 @@
 """The compiled parts against their pure-Python twins, end to end: every table of a whole run
 without Spark (`fuzz.offline.run_offline`) is the same with the compiled capture scanner, flow
-pass loop and STOMP decoder as with STOMP_LAKE_PURE_PYTHON=1, on every capture the repository
-holds (the samples, the malformed corpus, the WebSocket and other real captures, the capture
-reader's fuzz regressions)."""
+pass loop, session streams and STOMP decoder as with STOMP_LAKE_PURE_PYTHON=1, on every capture
+the repository holds (the samples, the malformed corpus, the WebSocket and other real captures,
+the capture reader's fuzz regressions)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from fuzz.offline import run_offline
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.ingest.scan import new_scanner
+from pipeline.session import streams
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from pipeline.stomp import speedups
 from tests.conftest import REPO, REPO_CAPTURES
@@ -21,6 +22,7 @@ from tests.conftest import REPO, REPO_CAPTURES
 def test_every_compiled_part_is_built() -> None:
     assert new_scanner() is not None and speedups.compiled is not None
     assert packet_loop() is not feed_packets
+    assert streams.implementation() is not streams
 
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
