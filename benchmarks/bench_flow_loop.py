@@ -11,6 +11,8 @@ rows; no Parquet), one core, three ways:
 - ``compiled``: as `stomp-lake run` runs it;
 - ``pure_python_loop``: the packet loop's pure-Python twin (`pipeline/spark/packet_loop.py`),
   everything else compiled;
+- ``pure_python_streams``: the session streams' pure-Python twin (`pipeline/session/streams.py`),
+  everything else compiled;
 - ``pure_python``: every pure-Python twin (STOMP_LAKE_PURE_PYTHON=1: the loop and the decoder);
 - ``no_session_model``: compiled, with every frame and heart-beat decoded and passed over, but
   no session model and no rows: what is left when the session model costs nothing.
@@ -33,6 +35,7 @@ import pyarrow as pa
 
 from benchmarks.traffic import TrafficSpec, generate_files
 from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.session import model, streams
 from pipeline.session.model import SessionModel
 from pipeline.session.streams import DirectionStream
 from pipeline.spark import flows
@@ -44,7 +47,7 @@ from pipeline.stomp.events import Frame, HeartBeat
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA = Path("work/bench")
-WAYS = ("compiled", "pure_python_loop", "pure_python", "no_session_model")
+WAYS = ("compiled", "pure_python_loop", "pure_python_streams", "pure_python", "no_session_model")
 
 
 def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
@@ -77,10 +80,13 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
     loop = packet_loop() if way in ("compiled", "no_session_model") else feed_packets
     original = flows.packet_loop
     original_process = SessionModel._process
+    original_streams = model.implementation
     flows.packet_loop = lambda: loop
     if way == "pure_python":
         os.environ[PURE_PYTHON_VARIABLE] = "1"
         speedups.compiled = None
+    if way == "pure_python_streams":
+        model.implementation = lambda: streams
     if way == "no_session_model":
         _decoded[0] = 0
         SessionModel._process = _decode_only  # type: ignore[method-assign,assignment]
@@ -102,6 +108,7 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
     finally:
         flows.packet_loop = original
         SessionModel._process = original_process  # type: ignore[method-assign]
+        model.implementation = original_streams
         os.environ.pop(PURE_PYTHON_VARIABLE, None)
         speedups.compiled = compiled_decoder
 
@@ -138,6 +145,7 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
         "mb_per_s": {way: round(size / min(runs) / 1e6, 1) for way, runs in times.items()},
         "runs": {way: [round(t, 3) for t in runs] for way, runs in times.items()},
         "compiled_vs_pure_python_loop": ratio("pure_python_loop"),
+        "compiled_vs_pure_python_streams": ratio("pure_python_streams"),
         "compiled_vs_pure_python": ratio("pure_python"),
         "session_model_share": round(
             statistics.median(
@@ -171,15 +179,18 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "Time of the pure-Python way / the compiled one, median of per-round ratios: the "
-        f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, every twin "
+        f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, the session streams' "
+        f"twin {result['compiled_vs_pure_python_streams']}x, every twin "
         f"{result['compiled_vs_pure_python']}x.",
         "",
         "The session model and its rows take "
         f"{result['session_model_share']:.0%} of the compiled way (median over rounds of 1 - "
         "no_session_model / compiled): the part a compiled session model would cut.",
         "",
-        "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, the decoder's "
-        "`_speedups.c`); `pure_python_loop`: the loop's twin `pipeline/spark/packet_loop.py`; "
+        "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, "
+        "`pipeline/session/_streams.pyx`, the decoder's `_speedups.c`); `pure_python_loop`: the "
+        "loop's twin `pipeline/spark/packet_loop.py`; `pure_python_streams`: the streams' twin "
+        "`pipeline/session/streams.py`; "
         "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "
         "reassembler's per-run work, the session model and the table rows. `no_session_model`: "
         "compiled, every frame and heart-beat decoded (by the version the connection starts "
