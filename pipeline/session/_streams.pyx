@@ -171,6 +171,12 @@ cdef class DirectionStream:
         self.decoder = Decoder(version, lenient=lenient, offset=offset, resync=resync)
         return self.decoder
 
+    def make_chunk(self, start, end, ts_ns, source):
+        return _chunk(start, end, ts_ns, source)
+
+    def make_stamp(self, ts_ns):
+        return Stamp(ts_ns)
+
     def add_chunk(self, Chunk chunk):
         self.chunks.append(chunk)
         self.next_offset = chunk.end
@@ -194,7 +200,7 @@ cdef class DirectionStream:
         cdef list chunks = self.chunks
         cdef Py_ssize_t index
         for index in range(len(chunks) - 1, -1, -1):
-            if (<Chunk>chunks[index]).start <= offset:
+            if (<Chunk?>chunks[index]).start <= offset:
                 return chunks[index]
         return chunks[0] if chunks else None
 
@@ -215,7 +221,7 @@ cdef class DirectionStream:
         cdef list chunks = self.chunks
         keep_from = self.keep_from
         cdef Py_ssize_t drop = 0, last = len(chunks) - 1
-        while drop < last and (<Chunk>chunks[drop]).end <= keep_from:
+        while drop < last and (<Chunk?>chunks[drop]).end <= keep_from:
             drop += 1
         if drop:
             del chunks[:drop]

@@ -102,8 +102,6 @@ class SessionModel:
         "_websocket",
         "_ws_counts",
         "_ws_close",
-        "_make_chunk",
-        "_make_stamp",
     )
 
     def __init__(
@@ -122,9 +120,7 @@ class SessionModel:
         self.server = server
         self.options = options
         self._mid_stream = mid_stream
-        streams = implementation()  # compiled or not, the model's streams and chunks match
-        self._make_chunk = streams.make_chunk
-        self._make_stamp = streams.make_stamp
+        streams = implementation()  # each stream makes chunks and stamps of its own kind
         self._streams: dict[str, DirectionStream] = {
             C2S: streams.DirectionStream(C2S),
             S2C: streams.DirectionStream(S2C),
@@ -166,7 +162,7 @@ class SessionModel:
         if self._finished:
             detail = f"{len(data)} bytes after the connection was finished"
             self._out.anomaly(
-                "tcp", "data_after_finish", direction, self._make_stamp(ts_ns), offset, detail
+                "tcp", "data_after_finish", direction, stream.make_stamp(ts_ns), offset, detail
             )
             return
         if stream.decoder is None:
@@ -175,7 +171,7 @@ class SessionModel:
             data, offset = self._align(stream, ts_ns, offset, data, source)
             if not data:
                 return
-        chunk = self._make_chunk(offset, offset + len(data), ts_ns, source)
+        chunk = stream.make_chunk(offset, offset + len(data), ts_ns, source)
         if tcp_offset is not None:
             chunk.tcp_start = tcp_offset
             chunk.tcp_frames = tcp_frames
@@ -330,10 +326,11 @@ class SessionModel:
 
     def _touch(self, ts_ns: int, source: tuple[str, int] | None = None, offset: int = 0) -> Stamp:
         """The stamp of an input; one that knows its packet gives anomalies a file position."""
+        stream = self._streams[C2S]  # both streams are of one implementation
         at = (
-            self._make_stamp(ts_ns)
+            stream.make_stamp(ts_ns)
             if source is None
-            else self._make_chunk(offset, offset, ts_ns, source)
+            else stream.make_chunk(offset, offset, ts_ns, source)
         )
         if self._first is None:
             self._first = at
@@ -355,7 +352,10 @@ class SessionModel:
             return data, offset
         overlap = expected - offset
         detail = f"{min(overlap, len(data))} bytes delivered twice were skipped"
-        at = self._make_chunk(offset, offset, ts_ns, source) if source else self._make_stamp(ts_ns)
+        if source:
+            at: Stamp = stream.make_chunk(offset, offset, ts_ns, source)
+        else:
+            at = stream.make_stamp(ts_ns)
         self._out.anomaly("tcp", "overlap", stream.direction, at, offset, detail)
         return data[overlap:], expected
 

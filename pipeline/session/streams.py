@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from operator import itemgetter
 from types import ModuleType
-from typing import Any
 
 from pipeline.compiled import load
 from pipeline.session.clock import to_datetime
@@ -114,6 +113,14 @@ class DirectionStream:
         self.decoder = Decoder(version, lenient=lenient, offset=offset, resync=resync)
         return self.decoder
 
+    # A stream makes the chunks and stamps of its own implementation (compiled or this module),
+    # so that a model carried from an earlier batch goes on with the classes it was saved with.
+    def make_chunk(self, start: int, end: int, ts_ns: int, source: tuple[str, int] | None) -> Chunk:
+        return make_chunk(start, end, ts_ns, source)
+
+    def make_stamp(self, ts_ns: int) -> Stamp:
+        return make_stamp(ts_ns)
+
     def add_chunk(self, chunk: Chunk) -> None:
         self.chunks.append(chunk)
         self.next_offset = chunk.end
@@ -188,8 +195,8 @@ class DirectionStream:
             del chunks[1 : len(chunks) - _KEEP_RECENT]
 
 
-def implementation() -> ModuleType | Any:
+def implementation() -> ModuleType:
     """The compiled twin (`_streams`), or this module (not built, or pure Python asked for):
-    both have `DirectionStream`, `make_chunk` and `make_stamp`."""
+    both have `Stamp`, `Chunk`, `DirectionStream`, `make_chunk` and `make_stamp`."""
     module = load("pipeline.session._streams")
     return sys.modules[__name__] if module is None else module

@@ -11,7 +11,8 @@ import stomp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.session import ModelOptions, SessionModel
+from pipeline.session import ModelOptions, SessionModel, streams
+from pipeline.session import model as model_module
 from pipeline.stomp import encode_frame
 from schemas import TABLES, load
 from tests.pipeline.session.conversation import (
@@ -305,6 +306,22 @@ def test_pickling_mid_session_and_resuming_gives_the_same_rows(every: int) -> No
     fresh = SessionModel("s1", CLIENT, SERVER, talk.model.options)
     _, resumed = replay(talk.script, fresh, pickle_every=every)
     assert resumed == talk.rows
+
+
+def test_a_model_carried_with_the_reference_streams_resumes_with_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A connection carried by a release before the compiled streams (or a pure-Python run) is
+    resumed by this one: its streams go on with the classes they were saved with."""
+    talk = _rich_session()
+    with monkeypatch.context() as patch:
+        patch.setattr(model_module, "implementation", lambda: streams)
+        fresh = SessionModel("s1", CLIENT, SERVER, talk.model.options)
+    half = len(talk.script) // 2
+    saved, first_rows = replay(talk.script[:half], fresh)
+    resumed, rest = replay(talk.script[half:], pickle.loads(pickle.dumps(saved)))
+    assert {type(s) for s in resumed._streams.values()} == {streams.DirectionStream}
+    assert {name: first_rows[name] + rest[name] for name in TABLES} == talk.rows
 
 
 def test_pickled_model_carries_undecoded_tail_and_unacked_deliveries() -> None:
