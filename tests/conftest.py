@@ -33,3 +33,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session = build_spark("local[2]", app_name="stomp-lake-tests")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the SparkSession (directly or through a fixture) needs Spark, marked or
+    not: `make check`, which runs the tests needing no Spark, leaves it out."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
