@@ -159,13 +159,6 @@ cdef class DirectionStream:
         self.heartbeats = 0
         self.eof = False
 
-    def __reduce__(self):
-        return _restored_stream, (
-            self.direction, self.decoder, self.origin, self.next_offset, self.chunks,
-            self.keep_from, self.trailer_end, self.trailer_chunk, self.expected_ms, self.bytes,
-            self.frames, self.heartbeats, self.eof,
-        )
-
     def start(self, offset, version, *, lenient, resync):
         self.origin = self.next_offset = self.keep_from = offset
         self.decoder = Decoder(version, lenient=lenient, offset=offset, resync=resync)
@@ -228,22 +221,3 @@ cdef class DirectionStream:
         if len(chunks) > _MAX_CHUNKS:
             del chunks[1 : len(chunks) - _KEEP_RECENT]
 
-
-def _restored_stream(
-    direction, decoder, origin, next_offset, chunks, keep_from, trailer_end, trailer_chunk,
-    expected_ms, bytes, frames, heartbeats, eof,
-):
-    stream = DirectionStream(direction)
-    stream.decoder = decoder
-    stream.origin = origin
-    stream.next_offset = next_offset
-    stream.chunks = chunks
-    stream.keep_from = keep_from
-    stream.trailer_end = trailer_end
-    stream.trailer_chunk = trailer_chunk
-    stream.expected_ms = expected_ms
-    stream.bytes = bytes
-    stream.frames = frames
-    stream.heartbeats = heartbeats
-    stream.eof = eof
-    return stream
