@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv airflow system-deps java js-deps spark-classes lint check clean
+.PHONY: demo test venv airflow system-deps java js-deps spark-classes lint static check clean
 
 $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,11 +54,13 @@ test: system-deps venv js-deps spark-classes
 lint: venv
 	$(BIN)/ruff check .
 
-# Before a commit: lint, types ([tool.mypy] in pyproject.toml) and the tests needing no Spark,
-# broker or long run
-check: venv
+# Lint and types ([tool.mypy] in pyproject.toml): a minute, no test
+static: venv
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy
+
+# Before a commit: lint, types and the tests needing no Spark, broker or long run
+check: static
 	$(BIN)/python -m pytest -m "not spark and not broker and not slow"
 
 clean:

@@ -6,7 +6,7 @@ Writes DIR/flow_loop.md and DIR/flow_loop.json (DIR defaults to benchmarks/resul
 The capture (benchmarks/traffic.py, broker-like connections, generated once under work/bench/)
 is read into flow pieces as the capture pass does; every round then feeds them, sorted as the
 pass sorts them, through one `FlowRunner` (reassembly, STOMP decoding, the session model, table
-rows; no Parquet), one core, three ways:
+rows; no Parquet; the garbage collector's threshold raised as in the pass), one core, five ways:
 
 - ``compiled``: as `stomp-lake run` runs it;
 - ``pure_python_loop``: the packet loop's pure-Python twin (`pipeline/spark/packet_loop.py`),
@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from benchmarks.traffic import TrafficSpec, generate_files
 from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.process import fewer_collections
 from pipeline.session import model, streams
 from pipeline.session.model import SessionModel
 from pipeline.session.streams import DirectionStream
@@ -99,10 +100,11 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
                 frames += len(rows) if kind == "frames" else 0
 
         start = time.perf_counter()
-        runner = FlowRunner(RunnerConfig(tuple(paths), close_open=True), spill=count)
-        runner.feed_batch(pieces)
-        runner.close()
-        count()
+        with fewer_collections():  # as the flow pass's task runs
+            runner = FlowRunner(RunnerConfig(tuple(paths), close_open=True), spill=count)
+            runner.feed_batch(pieces)
+            runner.close()
+            count()
         seconds = time.perf_counter() - start
         return seconds, _decoded[0] if way == "no_session_model" else frames
     finally:

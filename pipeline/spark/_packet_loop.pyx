@@ -3,7 +3,9 @@
 readable reference, step for step (see its docstring for what the loop does).
 
 Packets are read through a typed view of their records; a run's payloads are read with
-`pread` straight into one buffer, which becomes the run's bytes when it is passed on.
+`pread` straight into one buffer, which becomes the run's bytes when it is passed on. Payloads
+that lie close together in a file are read by one `pread` (`_Files`): the reference reads each
+on its own, with the same result.
 `tests/pipeline/spark/test_packet_loop.py` holds this loop and the reference to the same driver
 calls and tables.
 """
@@ -11,7 +13,8 @@ calls and tables.
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport errno
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 from posix.types cimport off_t
 from posix.unistd cimport pread
 
@@ -21,6 +24,11 @@ from pipeline.ingest.records import TcpPacket
 from pipeline.net import FIN, RST, SYN
 
 cdef unsigned int NOT_BARE = SYN | FIN | RST
+# A span read takes the payloads that follow within SPAN_GAP bytes of one another (the records'
+# own headers, a bare ACK or two) up to SPAN_BYTES in all.
+cdef enum:
+    SPAN_GAP = 512
+    SPAN_BYTES = 1 << 18
 
 
 cdef packed struct Packet:  # pipeline.spark.pieces: PACKET_DTYPE and the merger's file_id
@@ -45,21 +53,33 @@ cdef inline bint continues(int64_t nxt, int64_t high, uint32_t seq, int64_t size
 
 cdef class _Files:
     """The capture files' descriptors, from `PayloadFiles`, and a buffer a run's payloads
-    are read into."""
+    are read into.
+
+    Payloads are read by span: where the flow's next packets lie close behind a packet in the
+    same file (a sender's burst: only their own record headers between them), one `pread`
+    fetches them all, and each payload is then copied out of the span. A payload outside the
+    span is read on its own, exactly as before, so a file cut short still reads short."""
 
     cdef object files
     cdef list fds
+    cdef const Packet[::1] packets
     cdef char* buffer
     cdef Py_ssize_t used, capacity
+    cdef char* span
+    cdef int32_t span_file
+    cdef int64_t span_start, span_stop
 
-    def __cinit__(self, files):
+    def __cinit__(self, files, const Packet[::1] packets):
         self.files = files
         self.fds = [None] * len(files.paths)
-        self.buffer = NULL
+        self.packets = packets
+        self.buffer = self.span = NULL
         self.used = self.capacity = 0
+        self.span_file, self.span_start, self.span_stop = -1, 0, 0
 
     def __dealloc__(self):
         free(self.buffer)
+        free(self.span)
 
     cdef int fd(self, int32_t file_id) except -1:
         fd = self.fds[file_id]
@@ -67,31 +87,81 @@ cdef class _Files:
             fd = self.fds[file_id] = self.files.fd(file_id)
         return fd
 
-    cdef Py_ssize_t append(self, int32_t file_id, int64_t offset, Py_ssize_t length) except -1:
-        """The payload at ``offset`` added to the buffer; its length as read (a file cut
+    cdef Py_ssize_t append(self, Py_ssize_t index) except -1:
+        """Packet ``index``'s payload added to the buffer; its length as read (a file cut
         short reads short, as `os.pread` does)."""
+        cdef const Packet* p = &self.packets[index]
+        cdef Py_ssize_t length = p.payload_len
         cdef char* grown
         cdef Py_ssize_t wanted = self.used + length
+        if length < 0:
+            raise ValueError(f"negative payload length {length}")
         if wanted > self.capacity:
             wanted = max(wanted, 2 * self.capacity, 1 << 16)
             grown = <char*>realloc(self.buffer, wanted)
             if grown == NULL:
                 raise MemoryError()
             self.buffer, self.capacity = grown, wanted
-        cdef int fd = self.fd(file_id)
-        cdef Py_ssize_t got = pread(fd, self.buffer + self.used, length, <off_t>offset)
+        if not self.in_span(p):
+            self.read_span(index)
+        if self.in_span(p):
+            memcpy(self.buffer + self.used, self.span + (p.payload_offset - self.span_start), length)
+            self.used += length
+            return length
+        cdef Py_ssize_t got = pread(self.fd(p.file_id), self.buffer + self.used, length,
+                                    <off_t>p.payload_offset)
         if got < 0:
             raise OSError(errno, os.strerror(errno))
         self.used += got
         return got
+
+    cdef inline bint in_span(self, const Packet* p):
+        return (
+            p.file_id == self.span_file
+            and p.payload_offset >= self.span_start
+            and p.payload_offset + p.payload_len <= self.span_stop
+        )
+
+    cdef int read_span(self, Py_ssize_t index) except -1:
+        """Reads the span from packet ``index``'s payload to the end of the last payload that
+        follows it closely in the same file (at most SPAN_BYTES), when there is more than one;
+        otherwise leaves the span empty."""
+        cdef const Packet* first = &self.packets[index]
+        cdef const Packet* q
+        cdef int64_t start = first.payload_offset
+        cdef int64_t stop = start + first.payload_len
+        cdef Py_ssize_t j
+        cdef Py_ssize_t followers = 0
+        self.span_file, self.span_start, self.span_stop = -1, 0, 0
+        for j in range(index + 1, self.packets.shape[0]):
+            q = &self.packets[j]
+            if q.file_id != first.file_id or q.payload_offset < stop:
+                break
+            if q.payload_len <= 0:
+                continue
+            if q.payload_offset - stop > SPAN_GAP or q.payload_offset + q.payload_len - start > SPAN_BYTES:
+                break
+            stop = q.payload_offset + q.payload_len
+            followers += 1
+        if not followers:
+            return 0
+        if self.span == NULL:
+            self.span = <char*>malloc(SPAN_BYTES)
+            if self.span == NULL:
+                raise MemoryError()
+        cdef Py_ssize_t got = pread(self.fd(first.file_id), self.span, stop - start, <off_t>start)
+        if got < 0:
+            raise OSError(errno, os.strerror(errno))
+        self.span_file, self.span_start, self.span_stop = first.file_id, start, start + got
+        return 0
 
     cdef bytes take(self):
         data = PyBytes_FromStringAndSize(self.buffer, self.used)
         self.used = 0
         return data
 
-    cdef bytes read(self, int32_t file_id, int64_t offset, Py_ssize_t length):
-        self.append(file_id, offset, length)
+    cdef bytes read(self, Py_ssize_t index):
+        self.append(index)
         return self.take()
 
 
@@ -141,8 +211,9 @@ cdef class _Run:
             and self.other_known
         )
 
-    cdef int add(self, const Packet* p) except -1:
-        cdef Py_ssize_t got = self.reader.append(p.file_id, p.payload_offset, p.payload_len)
+    cdef int add(self, Py_ssize_t index) except -1:
+        cdef const Packet* p = &self.reader.packets[index]
+        cdef Py_ssize_t got = self.reader.append(index)
         self.sizes.append(got)
         self.timestamps.append(p.ts_ns)
         self.sources.append((self.paths[p.file_id], p.record_offset))
@@ -178,7 +249,7 @@ cdef class _Run:
 def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_t run_packets):
     ip_a, port_a, ip_b, port_b = ends
     paths = files.paths
-    cdef _Files reader = _Files(files)
+    cdef _Files reader = _Files(files, packets)
     cdef _Run run = _Run(driver, reader, paths)
     cdef Py_ssize_t i
     cdef const Packet* p
@@ -189,7 +260,7 @@ def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_
         plain = not (p.flags & NOT_BARE)
         if run.active:
             if run.takes(p, plain):
-                run.add(p)
+                run.add(i)
                 if len(run.timestamps) >= run_packets:
                     run.pass_on()
                 continue
@@ -212,9 +283,9 @@ def feed_packets(const Packet[::1] packets, driver, tuple ends, files, Py_ssize_
                     position[0], position[1], p.seq, p.payload_len
                 ):
                     run.start(p, src_ip, src_port, dst_ip, dst_port, position)
-                    run.add(p)
+                    run.add(i)
                     continue
-            payload = reader.read(p.file_id, p.payload_offset, p.payload_len)
+            payload = reader.read(i)
         packet = TcpPacket(
             p.ts_ns, src_ip, src_port, dst_ip, dst_port, p.seq, p.ack, p.flags, p.window,
             p.payload_offset, p.payload_len, p.wire_len, p.record_offset,
