@@ -7,8 +7,9 @@ once by benchmarks/traffic.py under work/bench/ (gitignored) and reused; each si
 fresh lake there.
 
 - ours: a child process calls `pipeline.commands.run.run` (what `stomp-lake run` calls) on
-  local[*], into a new lake, with validation on and open connections closed; RunResult.timings
-  gives Spark start, compute, validation and commit times.
+  local[*], into a new lake, with validation on (its default engine: DuckDB with a local
+  master) and open connections closed; RunResult.timings gives Spark start, compute, validation
+  and commit times.
 - tshark STOMP: Wireshark 4.0 has no STOMP dissector, so tshark runs the minimal Lua one in
   benchmarks/stomp.lua (`tshark -r F -X lua_script:benchmarks/stomp.lua -T fields -e
   stomp.command`), with TCP reassembly, one process per file, CPU-count processes at a time (the
@@ -237,7 +238,9 @@ def markdown(result: dict) -> str:
         "tshark runs a minimal Lua STOMP dissector (benchmarks/stomp.lua; Wireshark 4.0 ships "
         "none) that only names each frame's command; it reads one file per process, so frames "
         "cut by a file rotation are lost to it, and a broker's LF after NUL at a segment start "
-        "counts as a heart-beat. Ours builds and validates all ten tables and commits them.",
+        "counts as a heart-beat. Ours builds and validates all ten tables and commits them "
+        "(validation as a run does by default with a local master: the Great Expectations "
+        "suites on DuckDB over the staged files, `pipeline/validation/local_sql.py`).",
         "",
     ]
     if result.get("note"):

@@ -11,14 +11,17 @@ from types import ModuleType
 from typing import NoReturn
 
 from pipeline.commands.options import (
+    VALIDATION_ENGINE_VARIABLE,
     add_inputs,
     add_lake,
     add_spark,
     add_verbosity,
+    env_default,
     version,
 )
 from pipeline.errors import StompLakeError
 from pipeline.net import DEFAULT_BROKER_PORTS
+from pipeline.validation import VALIDATION_ENGINES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SAMPLES_DIR = REPO_ROOT / "samples"
@@ -93,6 +96,14 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-validate", action="store_true", help="skip the Great Expectations gate"
+    )
+    parser.add_argument(
+        "--validation-engine",
+        choices=VALIDATION_ENGINES,
+        default=env_default(VALIDATION_ENGINE_VARIABLE) or "auto",
+        help="where the tables' suites run: DuckDB over the batch's files, on this machine, or "
+        "Spark; auto: DuckDB with a local master, Spark on a cluster (default: "
+        f"${VALIDATION_ENGINE_VARIABLE} or auto)",
     )
 
 

@@ -35,6 +35,7 @@ from pipeline.lake.staged_tables import (
 from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, SparkSettings
+from pipeline.validation import VALIDATION_ENGINES
 from pipeline.validation.preload import IMPORTED_BY_SPARK_START, preloading_while
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 from pipeline.validation.suites import SUITE_NAMES
@@ -59,6 +60,7 @@ class RunConfig:
     close_open: bool = False
     wait_lock: float = 0.0
     validate: bool = True
+    validation_engine: str = "auto"  # one of pipeline.validation.VALIDATION_ENGINES
 
 
 @dataclass(slots=True)
@@ -361,6 +363,7 @@ def _run_batch(
                 counts,
                 open_sessions=open_sessions.selectExpr("open_session_id AS session_id"),
                 suite_done=suites.update,
+                local_files=staged.local_files() if validates_on_duckdb(config) else None,
             )
         except ValidationFailed:
             # Kept aside, not lost: the quarantine holds the tables; the files and the open
@@ -384,6 +387,16 @@ def _run_batch(
     result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
     result.validation = report
     return result
+
+
+def validates_on_duckdb(config: RunConfig) -> bool:
+    """Whether the tables' suites run on DuckDB in the driver (`pipeline.validation.local_sql`):
+    asked for, or ``auto`` with a local master. On a cluster the batch may outgrow the driver,
+    and Spark validates it where it is."""
+    engine = config.validation_engine
+    if engine not in VALIDATION_ENGINES:
+        raise ValueError(f"validation engine {engine!r}: one of {', '.join(VALIDATION_ENGINES)}")
+    return engine == "duckdb" or (engine == "auto" and config.master.startswith("local"))
 
 
 def _finish(

@@ -23,6 +23,7 @@ LAKE_VARIABLE = "STOMP_LAKE_LAKE"
 INPUT_VARIABLE = "STOMP_LAKE_INPUT"  # several paths: separated by ':' (os.pathsep)
 MASTER_VARIABLE = "STOMP_LAKE_MASTER"
 DRIVER_MEMORY_VARIABLE = "STOMP_LAKE_DRIVER_MEMORY"
+VALIDATION_ENGINE_VARIABLE = "STOMP_LAKE_VALIDATION_ENGINE"
 
 # (option, environment variable or "", what it sets): the README's settings table, in order.
 SETTINGS: tuple[tuple[str, str, str], ...] = (
@@ -32,6 +33,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("--driver-memory", DRIVER_MEMORY_VARIABLE, "memory of Spark's driver JVM"),
     ("--conf KEY=VALUE", "", "any Spark setting, repeatable"),
     ("", WORK_VARIABLE, "Spark's scratch space (default: $TMPDIR/stomp-lake-<uid>)"),
+    ("--validation-engine", VALIDATION_ENGINE_VARIABLE, "where the tables' suites run"),
     ("-q / -v / -vv", "", "quiet / Spark warnings / everything"),
 )
 

@@ -34,6 +34,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         close_open=args.open_connections == "close",
         wait_lock=args.wait_lock,
         validate=not args.no_validate,
+        validation_engine=args.validation_engine,
         driver_memory=args.driver_memory,
         spark_conf=dict(args.conf),
         verbosity=verbosity(args),

@@ -40,10 +40,24 @@ class StagedTables:
     lake: Lake
     batch_id: str
     frames: dict[str, DataFrame]  # what validation reads, table by table
+    # files of the tables already holding the batch (a resumed batch), which frames reads
+    written: dict[str, list[Path]] = field(default_factory=dict)
     staged: dict[str, StagedBatch] = field(default_factory=dict)
     computed: dict[str, DataFrame] = field(default_factory=dict)  # written at commit (Delta jars)
     committed: set[str] = field(default_factory=set)  # tables already holding the batch
     scratch: list[Path] = field(default_factory=list)  # staging folders never placed
+
+    def local_files(self) -> dict[str, list[Path]] | None:
+        """Every table's Parquet files that ``frames`` reads; None when a table is a computed
+        frame (Delta's jars: its rows are in no file until the commit)."""
+        if self.computed:
+            return None
+        found = {
+            name: [staged.table_path / f.path for f in staged.files]
+            for name, staged in self.staged.items()
+        }
+        found.update(self.written)
+        return found
 
 
 def staging_folders(lake: Lake, batch_id: str, tables: Sequence[str]) -> dict[str, Path]:
@@ -74,6 +88,7 @@ def stage_written(
         if existing is not None and batch_committed(existing, app_id_for(name), seq, batch_id):
             out.committed.add(name)
             out.frames[name] = read_files(spark, name, folder / "parquet", files)
+            out.written[name] = [folder / "parquet" / f for f in files]
             out.scratch.append(folder)
         elif use_connector:
             frame = read_files(spark, name, folder / "parquet", files)

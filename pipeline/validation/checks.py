@@ -117,17 +117,8 @@ def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any
         .first()
     )
     assert acks is not None  # an aggregate without grouping has exactly one row
-    share = (acks["resolved"] / acks["total"]) if acks["total"] else None
-    data = [
-        (
-            t,
-            rows.get(t, 0),
-            _counter(counts.get(t)),
-            acks["total"] if t == "acks" else None,
-            share if t == "acks" else None,
-        )
-        for t in schemas.TABLES
-    ]
+    found = batch_check_rows(rows, acks["total"], acks["resolved"], counts)
+    data = [tuple(row.values()) for row in found]
     schema = StructType(
         [
             StructField("table", StringType()),
@@ -138,6 +129,24 @@ def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any
         ]
     )
     return local_frame(spark, data, schema)
+
+
+def batch_check_rows(
+    rows: dict[str, int], acks_total: int, acks_resolved: int | None, counts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One row per table: its rows against the run's counter; on ``acks``, the share of acks
+    resolved to their delivery (the DuckDB checks build the same rows)."""
+    share = (acks_resolved or 0) / acks_total if acks_total else None
+    return [
+        {
+            "table": t,
+            "table_rows": rows.get(t, 0),
+            "run_counter": _counter(counts.get(t)),
+            "acks_total": acks_total if t == "acks" else None,
+            "resolved_share": share if t == "acks" else None,
+        }
+        for t in schemas.TABLES
+    ]
 
 
 def _outside(first: str, last: str) -> Any:

@@ -7,7 +7,8 @@ for COMPLETE (it samples failing rows itself), so it runs the stored suites' row
 - :class:`UnexpectedRowCountExpectation`: the query as written, counted (one Spark job);
 - :class:`UnexpectedFilterRowCountExpectation`: a query that only filters rows
   (``SELECT * FROM {batch} WHERE <condition>``) becomes a count of the rows the condition holds
-  for, an aggregate GX computes in the one Spark job it runs for the suite's other aggregates.
+  for, an aggregate GX computes in the one Spark job (or SQL query, on DuckDB:
+  :mod:`pipeline.validation.local_sql`) it runs for the suite's other aggregates.
 
 Both give the same outcome as the stored expectation. The suites in ``schemas/suites/`` stay
 plain GX (see :func:`pipeline.validation.suites.counting_row_queries`).
@@ -19,7 +20,7 @@ from typing import Any, ClassVar
 
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.core.metric_function_types import MetricPartialFunctionTypes
-from great_expectations.execution_engine import SparkDFExecutionEngine
+from great_expectations.execution_engine import SparkDFExecutionEngine, SqlAlchemyExecutionEngine
 from great_expectations.expectations.core.unexpected_rows_expectation import (
     UnexpectedRowsExpectation,
 )
@@ -76,10 +77,34 @@ class UnexpectedRowsFilterCount(TableMetricProvider):
     ) -> tuple[Any, dict, dict]:
         from pyspark.sql import functions as F
 
-        condition = row_filter(metric_value_kwargs["unexpected_rows_query"])
-        if condition is None:
-            raise ValueError(
-                "not a filtering row query: " + str(metric_value_kwargs["unexpected_rows_query"])
-            )
+        condition = _condition(metric_value_kwargs)
         # WHERE keeps a row only when the condition is true (not false, not null): so does when
         return F.count(F.when(F.expr(condition), F.lit(1))), metric_domain_kwargs, {}
+
+    @metric_partial(
+        engine=SqlAlchemyExecutionEngine,
+        partial_fn_type=MetricPartialFunctionTypes.AGGREGATE_FN,
+        domain_type=MetricDomainTypes.TABLE,
+    )
+    def _sqlalchemy(
+        cls,
+        execution_engine: SqlAlchemyExecutionEngine,
+        metric_domain_kwargs: dict,
+        metric_value_kwargs: dict,
+        metrics: dict[str, Any],
+        runtime_configuration: dict,
+    ) -> tuple[Any, dict, dict]:
+        import sqlalchemy as sa
+
+        condition = _condition(metric_value_kwargs)
+        counted = sa.func.count(sa.case((sa.text(f"({condition})"), sa.literal(1))))
+        return counted, metric_domain_kwargs, {}
+
+
+def _condition(metric_value_kwargs: dict) -> str:
+    condition = row_filter(metric_value_kwargs["unexpected_rows_query"])
+    if condition is None:
+        raise ValueError(
+            "not a filtering row query: " + str(metric_value_kwargs["unexpected_rows_query"])
+        )
+    return condition

@@ -1,6 +1,7 @@
 """The validation gate: every batch passes its expectation suites before it is committed.
 
-``validate_batch`` runs one GX suite per table on the batch's Spark DataFrames, plus two suites
+``validate_batch`` runs one GX suite per table on the batch's Spark DataFrames (or, given the
+batch's files on this machine, on DuckDB: :mod:`pipeline.validation.local_sql`), plus two suites
 on small cross-table check frames (see :mod:`pipeline.validation.checks`), builds Data Docs under
 ``<lake>/docs/``, writes the result to ``<lake>/_runs/<batch_id>/validation.json`` and, when an
 expectation fails, quarantines the batch and raises :class:`ValidationFailed`.
@@ -12,9 +13,10 @@ import json
 import multiprocessing.synchronize  # noqa: F401  tqdm's lock (GX's progress), made by a suite thread
 import os
 import queue
+import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import asdict, dataclass, field
@@ -23,12 +25,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import schemas
 from pipeline.errors import StompLakeError
+from pipeline.lake.commit import open_table
 from pipeline.lake.layout import FILE_MODE, Lake, make_private_dir, make_tree_private, private_umask
-from pipeline.lake.reader import read_table
+from pipeline.lake.reader import read_table, snapshot_files
 from pipeline.lake.statefile import write_json_atomic
 from pipeline.session.privacy import scrub, scrub_structure
-from pipeline.validation import checks
+from pipeline.validation import checks, local_sql
 from pipeline.validation.docs_index import write_docs_index
+from pipeline.validation.local_checks import CheckInputs
 from pipeline.validation.quarantine import quarantine_batch
 from pipeline.validation.results import ExpectationOutcome, outcomes_of
 from pipeline.validation.suites import (
@@ -122,12 +126,18 @@ def validate_batch(
     open_sessions: DataFrame | None = None,
     build_docs: bool = True,
     suite_done: Callable[[int, int], None] | None = None,
+    local_files: Mapping[str, list[Path]] | None = None,
 ) -> ValidationReport:
     """Validate one batch; raises ValidationFailed after quarantining a failing batch.
     `suite_done(done, total)` is called as suites finish (progress).
 
     ``open_sessions`` (column ``session_id``): connections still open at the end of the batch,
     whose rows may precede their ``sessions`` row. Sessions already published count as known.
+
+    ``local_files``: every table's Parquet files holding exactly the rows of ``tables``, on this
+    machine. Every suite then runs on DuckDB: the tables' over those files, the cross-table
+    ones over the same checks in SQL (:mod:`pipeline.validation.local_checks`); Spark makes
+    the check frames only to sample the rows of a failed cross-table expectation.
     """
     started = time.monotonic()
     timings: dict[str, float] = {}
@@ -148,22 +158,86 @@ def validate_batch(
         timings["checks"] = time.monotonic() - mark
         return found
 
-    # The cross-table checks are Spark jobs, GX's set-up is Python: each runs while the other
-    # waits, and the tables' own suites start before the checks end. The checks import nothing:
-    # all they need is imported with this module (tests/pipeline/validation/test_preload.py
-    # checks that no two threads import at once).
-    checks_thread = ThreadPoolExecutor(1, thread_name_prefix="validate-checks")
-    cross_table = checks_thread.submit(cross_table_frames)
-    checks_thread.shutdown(wait=False)  # its one task still runs
+    sql_folder = lake.runs_dir / batch_id / "duckdb"
+    cross_table: Future[dict[str, DataFrame]] = Future()
+    if local_files is None:
+        # The cross-table checks are Spark jobs, GX's set-up is Python: each runs while the
+        # other waits, and the tables' own suites start before the checks end. The checks
+        # import nothing: all they need is imported with this module
+        # (tests/pipeline/validation/test_preload.py checks that no two threads import at once).
+        checks_thread = ThreadPoolExecutor(1, thread_name_prefix="validate-checks")
+        cross_table = checks_thread.submit(cross_table_frames)
+        checks_thread.shutdown(wait=False)  # its one task still runs
+    else:
+        cross_table.set_result({})  # the checks are relations of the DuckDB database
     mark = time.monotonic()
     context = _context(lake, batch_id)
-    definitions = {name: _definition(context, name, frames[name]) for name in schemas.TABLES}
-    timings["gx_setup"] = time.monotonic() - mark
+    sql_source = None
+    try:
+        if local_files is None:
+            runs = {t: _definition(context, t, frames[t]) for t in schemas.TABLES}
+        else:
+            inputs = CheckInputs(
+                _published_sessions(lake),
+                _session_ids(open_sessions),
+                counts,
+                counts.get("capture_last_ns"),
+            )
+            sql_source, runs = _sql_definitions(context, sql_folder, local_files, inputs)
+        timings["gx_setup"] = time.monotonic() - mark
+        report = _validate(
+            spark, lake, batch_id, tables, counts, frames, context, runs, cross_table,
+            cross_table_frames, timings, started, build_docs=build_docs, suite_done=suite_done,
+        )  # fmt: skip
+    finally:
+        if sql_source is not None:  # its connections closed, then its database removed
+            sql_source.get_execution_engine().engine.dispose()
+        if local_files is not None:
+            shutil.rmtree(sql_folder, ignore_errors=True)
+    if not report.success:
+        raise ValidationFailed(report)
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteRun:
+    """A suite's validation definition, and how its data is reached: on Spark, through its data
+    source's execution engine (``spark_engine``, whose session each run sets); on DuckDB, the
+    data source reads the relation, whose ``columns`` are given."""
+
+    definition: Any
+    spark_engine: Any = None
+    columns: tuple[str, ...] = ()
+
+
+def _validate(
+    spark: SparkSession,
+    lake: Lake,
+    batch_id: str,
+    tables: dict[str, DataFrame],
+    counts: dict[str, Any],
+    frames: dict[str, DataFrame],
+    context: Any,
+    runs: dict[str, SuiteRun],
+    cross_table: Future[dict[str, DataFrame]],
+    cross_table_frames: Callable[[], dict[str, DataFrame]],
+    timings: dict[str, float],
+    started: float,
+    *,
+    build_docs: bool,
+    suite_done: Callable[[int, int], None] | None,
+) -> ValidationReport:
+    """`validate_batch` once the suites are defined: runs them, builds the docs, quarantines a
+    failing batch and writes the result. On Spark the cross-table suites wait for
+    ``cross_table``; on DuckDB they are defined already."""
+    on_spark = not all(name in runs for name in CROSS_TABLE_SUITES)
+    held = CROSS_TABLE_SUITES if on_spark else ()
 
     def checks_done() -> None:
-        frames.update(cross_table.result())
-        for name in CROSS_TABLE_SUITES:
-            definitions[name] = _definition(context, name, frames[name])
+        if on_spark:
+            frames.update(cross_table.result())
+            for name in CROSS_TABLE_SUITES:
+                runs[name] = _definition(context, name, frames[name])
 
     # GX's Spark engine runs `unexpected_rows_expectation` queries on a temp view it always names
     # `tmp_view`: each suite in flight gets a Spark session of its own (same context and cache)
@@ -175,6 +249,14 @@ def validate_batch(
 
     def run_suite(name: str) -> tuple[str, Any, float]:
         mark = time.monotonic()
+        run = runs[name]
+        definition, engine = run.definition, run.spark_engine
+        if engine is None:  # on DuckDB: the data source reads the relation
+            columns = list(run.columns)
+            result = _run_suite(definition, None, columns, batch_id, detailed=False)
+            if not result.success:
+                result = _run_suite(definition, None, columns, batch_id, detailed=True)
+            return name, result, time.monotonic() - mark
         # Only the columns the suite looks at (headers and bodies are most of a table). Not
         # cached: a suite reads its table in a few jobs (its aggregates in one, each query that
         # is more than a filter in one), and Parquet's column reads cost less than building a
@@ -188,12 +270,12 @@ def validate_batch(
         session = sessions.get()
         session.sparkContext.setJobDescription(f"stomp-lake validate {batch_id} {name}")
         try:
-            definition, engine = definitions[name]
             engine.spark = session
             own = session.table(f"{global_views}.{view}")
-            result = _run_suite(definition, own, batch_id, detailed=False)
+            data = {"dataframe": own}
+            result = _run_suite(definition, data, own.columns, batch_id, detailed=False)
             if not result.success:  # again, with samples: cheap checks first, details on failure
-                result = _run_suite(definition, own, batch_id, detailed=True)
+                result = _run_suite(definition, data, own.columns, batch_id, detailed=True)
         finally:
             session.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
             sessions.put(session)
@@ -207,7 +289,7 @@ def validate_batch(
         run_suite,
         order,
         SUITE_THREADS,
-        held=CROSS_TABLE_SUITES,
+        held=held,
         until=cross_table,
         then=checks_done,
     )
@@ -226,14 +308,17 @@ def validate_batch(
         docs_index = lake.docs_dir / batch_id / "index.html"
         timings["data_docs"] = time.monotonic() - mark
 
+    if any(name not in frames and not results[name].success for name in CROSS_TABLE_SUITES):
+        frames.update(cross_table_frames())  # on DuckDB: Spark's check frames, for samples
     outcomes = [
         outcome
         for name in SUITE_NAMES
-        for outcome in outcomes_of(name, results[name], SAMPLE_ROWS, frames[name])
+        for outcome in outcomes_of(name, results[name], SAMPLE_ROWS, frames.get(name))
     ]
     for outcome in outcomes:  # printed, and saved in validation.json and the quarantine
         outcome.samples = scrub_structure(outcome.samples)
-    frames["session_consistency"].unpersist()
+    if "session_consistency" in frames:
+        frames["session_consistency"].unpersist()
     run_dir = make_private_dir(lake.runs_dir / batch_id)
     report = ValidationReport(
         batch_id=batch_id,
@@ -254,8 +339,6 @@ def validate_batch(
         with private_umask():
             index = write_docs_index(lake)
         os.chmod(index, FILE_MODE)  # it may predate private modes
-    if not report.success:
-        raise ValidationFailed(report)
     return report
 
 
@@ -302,7 +385,7 @@ def _context(lake: Lake, batch_id: str) -> Any:
     return context
 
 
-def _definition(context: Any, name: str, frame: DataFrame) -> tuple[Any, Any]:
+def _definition(context: Any, name: str, frame: DataFrame) -> SuiteRun:
     """The suite's validation definition and its data source's execution engine (whose Spark
     session the caller sets). The engine persists no frame (see ``run_suite``)."""
     import great_expectations as gx
@@ -314,7 +397,55 @@ def _definition(context: Any, name: str, frame: DataFrame) -> tuple[Any, Any]:
     definition = context.validation_definitions.add(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
-    return definition, source.get_execution_engine()
+    return SuiteRun(definition, spark_engine=source.get_execution_engine())
+
+
+def _sql_definitions(
+    context: Any, folder: Path, files: Mapping[str, list[Path]], inputs: CheckInputs
+) -> tuple[Any, dict[str, SuiteRun]]:
+    """The DuckDB data source (:mod:`local_sql`) and every suite on it: the tables' over their
+    files, the cross-table suites over the checks' relations."""
+    import great_expectations as gx
+
+    make_private_dir(folder)
+    database = local_sql.create_database(folder, files, inputs)
+    unbound = local_sql.unresolved(database, {t: row_filters(t) for t in schemas.TABLES})
+    columns = local_sql.relation_columns(database, SUITE_NAMES)
+    source = context.data_sources.add_sql(
+        "batch_tables",
+        connection_string=local_sql.connection_string(database),
+        kwargs=local_sql.engine_options(folder),
+    )
+    local_sql.buffered_results(source.get_execution_engine())
+    runs: dict[str, SuiteRun] = {}
+    for name in SUITE_NAMES:
+
+        def foldable(
+            condition: str, unresolved: frozenset[str] = unbound.get(name, frozenset())
+        ) -> bool:
+            return condition not in unresolved
+
+        asset = source.add_table_asset(name, table_name=name)
+        batch = asset.add_batch_definition_whole_table("batch")
+        suite = context.suites.add(load_suite(name, counted=True, foldable=foldable))
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=name, data=batch, suite=suite)
+        )
+        runs[name] = SuiteRun(definition, columns=columns[name])
+    return source, runs
+
+
+def _published_sessions(lake: Lake) -> list[str]:
+    """Files of the lake's ``sessions`` snapshot (none before its first commit)."""
+    path = lake.delta_path("sessions")
+    delta = open_table(path)
+    return [] if delta is None else snapshot_files(delta, path)
+
+
+def _session_ids(frame: DataFrame | None) -> list[str]:
+    if frame is None:
+        return []
+    return [row[0] for row in frame.select("session_id").collect() if row[0] is not None]
 
 
 def _resolved_on(frame: DataFrame, conditions: list[str]) -> frozenset[str]:
@@ -376,17 +507,24 @@ def _expected_cost(name: str, counts: dict[str, Any]) -> int:
     return rows if isinstance(rows, int) else 0
 
 
-def _run_suite(definition: Any, frame: DataFrame, batch_id: str, *, detailed: bool) -> Any:
+def _run_suite(
+    definition: Any,
+    batch_parameters: dict[str, Any] | None,
+    columns: list[str],
+    batch_id: str,
+    *,
+    detailed: bool,
+) -> Any:
     from great_expectations.core.run_identifier import RunIdentifier
 
     result_format: dict[str, Any] = {"result_format": "BOOLEAN_ONLY"}
     if detailed:
         result_format = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_ROWS}
-        keys = [k for k in INDEX_COLUMNS if k in frame.columns]
+        keys = [k for k in INDEX_COLUMNS if k in columns]
         if keys:
             result_format["unexpected_index_column_names"] = keys
     return definition.run(
-        batch_parameters={"dataframe": frame},
+        batch_parameters=batch_parameters,
         result_format=result_format,
         run_id=RunIdentifier(run_name=batch_id),
     )

@@ -26,7 +26,12 @@ IMPORTED_BY_SPARK_START = (
     "pyspark.testing.utils",
     "pyspark.logger.worker_io",
 )
-PRELOADED = ("great_expectations", "pipeline.validation.gate", "pipeline.validation.expectations")
+PRELOADED = (
+    "great_expectations",
+    "pipeline.validation.gate",
+    "pipeline.validation.expectations",
+    "duckdb_engine",  # SQLAlchemy's DuckDB dialect: the tables' suites on DuckDB (local_sql)
+)
 
 T = TypeVar("T")
 

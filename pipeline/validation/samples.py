@@ -37,8 +37,20 @@ def unexpected_filter(kind: str, kwargs: dict[str, Any]) -> Column | None:
     if isinstance(row_condition, dict):
         row_condition = row_condition.get("pass_through_filter")
     if isinstance(row_condition, str) and row_condition:
-        condition = condition & F.expr(row_condition)
+        condition = condition & _row_condition(row_condition, kwargs.get("condition_parser"))
     return condition
+
+
+def _row_condition(text: str, parser: object) -> Column:
+    """A suite's row condition as a Spark column: GX's own syntax (``col("x")>=20``, which
+    both of GX's engines the gate uses take), or Spark SQL (``condition_parser`` "spark")."""
+    from pyspark.sql import functions as F
+
+    if parser == "spark":
+        return F.expr(text)
+    from great_expectations.expectations.legacy_row_conditions import parse_condition_to_spark
+
+    return parse_condition_to_spark(text)
 
 
 def sample_rows(frame: DataFrame, kind: str, kwargs: dict[str, Any], limit: int) -> list[Any]:

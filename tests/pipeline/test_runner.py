@@ -105,3 +105,19 @@ def test_spark_started_early_is_used_or_stopped(tmp_path: Path) -> None:
         "again_started_nothing": True,
         "used_kept": True,
     }
+
+
+def test_tables_are_validated_on_duckdb_with_a_local_master_unless_told_otherwise() -> None:
+    from pipeline.runner import validates_on_duckdb
+
+    def on(master: str, engine: str) -> bool:
+        return validates_on_duckdb(
+            RunConfig([], Path("lake"), master=master, validation_engine=engine)
+        )
+
+    assert on("local[*]", "auto") and on("local[2]", "auto")
+    assert not on("spark://m:7077", "auto")
+    assert on("spark://m:7077", "duckdb")
+    assert not on("local[*]", "spark")
+    with pytest.raises(ValueError, match="auto, duckdb, spark"):
+        on("local[*]", "pandas")

@@ -4,7 +4,11 @@ SEND, MESSAGE, ACK, RECEIPT, heart-beats and a transaction, as the pipeline woul
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 import schemas
 
@@ -273,6 +277,27 @@ def to_frames(spark: Any, rows: dict[str, list[dict[str, Any]]]) -> dict[str, An
         t: spark.createDataFrame(rows[t], schemas.load(t).spark_schema()).cache()
         for t in schemas.TABLES
     }
+
+
+def to_files(folder: Path, rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[Path]]:
+    """The rows as Parquet, a file per table that has rows (as `local_files` of the gate):
+    hive-style ``date=`` folders as the flow pass writes them, the rest in the file."""
+    from pipeline.validation.local_sql import table_schema
+
+    found: dict[str, list[Path]] = {}
+    for table in schemas.TABLES:
+        found[table] = []
+        schema = table_schema(table)
+        stored = pa.schema([f for f in schema if f.name != "date"])
+        by_date: dict[Any, list[dict[str, Any]]] = {}
+        for row in rows[table]:
+            by_date.setdefault(row.get("date"), []).append(row)
+        for index, (day, some) in enumerate(by_date.items()):
+            target = folder / table / f"date={day}" / f"part-{index}.parquet"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(some, schema=stored), target)
+            found[table].append(target)
+    return found
 
 
 def counts_of(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -12,13 +12,36 @@ from pipeline.lake.reader import read_table
 from pipeline.validation.gate import ValidationFailed, validate_batch
 from pipeline.validation.quarantine import list_quarantined, release_batch
 from pipeline.validation.suites import SUITE_NAMES
-from tests.pipeline.validation.batch_rows import SESSION, at, counts_of, good_batch, to_frames
+from tests.pipeline.validation.batch_rows import (
+    SESSION,
+    at,
+    counts_of,
+    good_batch,
+    to_files,
+    to_frames,
+)
+
+# Every gate test runs on both engines: the tables' suites on Spark, or on DuckDB over the
+# batch's files (the cross-table checks then too); the outcomes must be the same.
+ENGINES = ("spark", "duckdb")
 
 
-def test_good_batch_passes_and_records_its_result(spark, tmp_path: Path) -> None:
+def _files(engine: str, folder: Path, rows: dict[str, list[dict]]) -> dict[str, list[Path]] | None:
+    return to_files(folder / "files", rows) if engine == "duckdb" else None
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_good_batch_passes_and_records_its_result(spark, tmp_path: Path, engine: str) -> None:
     lake = Lake(tmp_path / "lake").ensure()
     rows = good_batch("b1")
-    report = validate_batch(spark, lake, "b1", to_frames(spark, rows), counts_of(rows))
+    report = validate_batch(
+        spark,
+        lake,
+        "b1",
+        to_frames(spark, rows),
+        counts_of(rows),
+        local_files=_files(engine, tmp_path, rows),
+    )
 
     assert report.success, report.describe()
     assert report.failures == []
@@ -44,8 +67,9 @@ def _failed(report) -> set[tuple[str, str]]:
     return {(f.suite, f.description) for f in report.failures}
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
-    spark, tmp_path: Path
+    spark, tmp_path: Path, engine: str
 ) -> None:
     lake = Lake(tmp_path / "lake").ensure()
     good = good_batch("b1")
@@ -66,8 +90,16 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
     rows = _broken("b2")
     counts = counts_of(rows)
     with pytest.raises(ValidationFailed) as caught:
-        validate_batch(spark, lake, "b2", to_frames(spark, rows), counts)
+        validate_batch(
+            spark,
+            lake,
+            "b2",
+            to_frames(spark, rows),
+            counts,
+            local_files=_files(engine, tmp_path, rows),
+        )
     report = caught.value.report
+    assert not (lake.runs_dir / "b2" / "duckdb").exists()  # DuckDB's database is removed
 
     failed = _failed(report)
     by_column = {(f.suite, f.expectation, f.description.split(",")[0]) for f in report.failures}
@@ -104,7 +136,10 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
     assert released.count() == 2
 
 
-def test_cross_table_breakage_is_caught_by_the_right_expectations(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_cross_table_breakage_is_caught_by_the_right_expectations(
+    spark, tmp_path: Path, engine: str
+) -> None:
     rows = good_batch("b1")
     rows["heartbeats"][1].update(expected_ms=20, lateness_ms=-10.0)  # the session negotiated 10
     _, after_end = at(31)
@@ -121,6 +156,7 @@ def test_cross_table_breakage_is_caught_by_the_right_expectations(spark, tmp_pat
             to_frames(spark, rows),
             counts,
             build_docs=False,
+            local_files=_files(engine, tmp_path, rows),
         )
 
     assert _failed(caught.value.report) == {
