@@ -272,7 +272,8 @@ def markdown(result: dict) -> str:
         f"{before['load_average_1min']} before, {after['load_average_1min']} after "
         "(absolute figures move with it; the ratios, taken within rounds, much less). "
         "Peak memory: the whole process tree (driver, JVM, Python workers), RSS sampled every "
-        "0.2 s, PSS every 2 s (PSS counts pages shared by forked workers once).",
+        "0.2 s, PSS every 2 s and at each new RSS high (PSS counts pages shared by forked "
+        "workers once).",
         "",
         "| case | seconds | MB/s | peak RSS MB | peak PSS MB | processes | runs (s) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",

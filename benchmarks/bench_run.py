@@ -190,7 +190,7 @@ def markdown(result: dict) -> str:
         f"them). {first['machine_before']['cpu_count']} CPUs shared with other work (load "
         "averages below); peak memory is the whole process tree (driver, JVM, Python workers; "
         "tshark: all its processes): RSS sampled every 0.2 s, PSS (shared pages counted once) "
-        "every 2 s.",
+        "every 2 s and at each new RSS high.",
         "",
         "| input | files | ours s | ours MB/s | ours peak RSS / PSS MB | validate s (share) | "
         "tshark STOMP s | tshark MB/s | tshark peak RSS / PSS MB | speed-up | load before/after |",

@@ -4,8 +4,9 @@ Peak memory is the highest sum, over one sample, of every process in the tree (t
 all its descendants: for a Spark job the driver, the JVM and the Python workers). RSS (pages
 shared between forked workers counted once per process: an upper bound) is sampled every 0.2 s
 from /proc/PID/statm; PSS (shared pages split between the processes sharing them: the better
-total) every 2 s, as reading smaps_rollup makes the kernel walk a big JVM's page tables (sampled
-as often as RSS, it cost a quarter of a core).
+total) every 2 s and whenever RSS reaches a new high, as reading smaps_rollup makes the kernel
+walk a big JVM's page tables (sampled as often as RSS, it cost a quarter of a core). Every 2 s
+alone missed short peaks: a 16 s run sampled every 0.5 s peaked 110 MB above what it reported.
 """
 
 from __future__ import annotations
@@ -104,8 +105,10 @@ class TreeSampler:
 
     def sample(self) -> None:
         pids = tree_pids(self.root)
-        self.peak_rss = max(self.peak_rss, sum(_rss(pid) for pid in pids))
-        if self._samples % PSS_EVERY == 0:
+        rss = sum(_rss(pid) for pid in pids)
+        new_high = rss > self.peak_rss
+        self.peak_rss = max(self.peak_rss, rss)
+        if new_high or self._samples % PSS_EVERY == 0:
             self.peak_pss = max(self.peak_pss, sum(_pss(pid) for pid in pids))
         self._samples += 1
         self.peak_processes = max(self.peak_processes, len(pids))
