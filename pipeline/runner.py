@@ -168,6 +168,7 @@ def check_inputs(config: RunConfig) -> tuple[list[str], dict[str, str]]:
 
 def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
     started = time.monotonic()
+    validates_on_duckdb(config)  # an unknown engine is refused before any work
     captures, not_captures = check_inputs(config)
     lake = Lake(config.lake).ensure()
     starting = SparkStart(config)
@@ -395,7 +396,8 @@ def validates_on_duckdb(config: RunConfig) -> bool:
     and Spark validates it where it is."""
     engine = config.validation_engine
     if engine not in VALIDATION_ENGINES:
-        raise ValueError(f"validation engine {engine!r}: one of {', '.join(VALIDATION_ENGINES)}")
+        known = ", ".join(VALIDATION_ENGINES)
+        raise UsageError(f"validation engine {engine!r} (--validation-engine): one of {known}")
     return engine == "duckdb" or (engine == "auto" and config.master.startswith("local"))
 
 

@@ -108,6 +108,7 @@ def test_spark_started_early_is_used_or_stopped(tmp_path: Path) -> None:
 
 
 def test_tables_are_validated_on_duckdb_with_a_local_master_unless_told_otherwise() -> None:
+    from pipeline.errors import UsageError
     from pipeline.runner import validates_on_duckdb
 
     def on(master: str, engine: str) -> bool:
@@ -119,5 +120,5 @@ def test_tables_are_validated_on_duckdb_with_a_local_master_unless_told_otherwis
     assert not on("spark://m:7077", "auto")
     assert on("spark://m:7077", "duckdb")
     assert not on("local[*]", "spark")
-    with pytest.raises(ValueError, match="auto, duckdb, spark"):
+    with pytest.raises(UsageError, match="auto, duckdb, spark"):  # exit code 2
         on("local[*]", "pandas")
