@@ -101,7 +101,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
         "--validation-engine",
         choices=VALIDATION_ENGINES,
         default=env_default(VALIDATION_ENGINE_VARIABLE) or "auto",
-        help="where the tables' suites run: DuckDB over the batch's files, on this machine, or "
+        help="where the validation suites run: DuckDB over the batch's files, on this machine, or "
         "Spark; auto: DuckDB with a local master, Spark on a cluster (default: "
         f"${VALIDATION_ENGINE_VARIABLE} or auto)",
     )

@@ -391,7 +391,7 @@ def _run_batch(
 
 
 def validates_on_duckdb(config: RunConfig) -> bool:
-    """Whether the tables' suites run on DuckDB in the driver (`pipeline.validation.local_sql`):
+    """Whether the validation suites run on DuckDB in the driver (`pipeline.validation.local_sql`):
     asked for, or ``auto`` with a local master. On a cluster the batch may outgrow the driver,
     and Spark validates it where it is."""
     engine = config.validation_engine

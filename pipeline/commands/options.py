@@ -33,7 +33,7 @@ SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("--driver-memory", DRIVER_MEMORY_VARIABLE, "memory of Spark's driver JVM"),
     ("--conf KEY=VALUE", "", "any Spark setting, repeatable"),
     ("", WORK_VARIABLE, "Spark's scratch space (default: $TMPDIR/stomp-lake-<uid>)"),
-    ("--validation-engine", VALIDATION_ENGINE_VARIABLE, "where the tables' suites run"),
+    ("--validation-engine", VALIDATION_ENGINE_VARIABLE, "where the validation suites run"),
     ("-q / -v / -vv", "", "quiet / Spark warnings / everything"),
 )
 

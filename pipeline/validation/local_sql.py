@@ -1,8 +1,8 @@
-"""The tables' suites run by GX's SQL engine on DuckDB, over the batch's own Parquet files.
+"""The batch's validation suites run by GX's SQL engine on DuckDB, over the batch's own files.
 
 On one machine a suite on Spark costs 0.3-4 s whatever the batch's size: each of its queries is
 planned, code-generated and compiled by the JVM before it reads a row (2.26 GB: validation
-11-12 s, 40% of the run). DuckDB reads the same staged files in-process; a suite takes 0.1 s.
+11-12 s, 30% of the run). DuckDB reads the same staged files in-process; a suite takes 0.1 s.
 The suites are the same JSON, checked by the same GX expectations: their SQL is Spark's, and the
 two Spark functions they use are defined here as DuckDB macros (`SPARK_FUNCTIONS`).
 

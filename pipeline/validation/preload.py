@@ -30,7 +30,7 @@ PRELOADED = (
     "great_expectations",
     "pipeline.validation.gate",
     "pipeline.validation.expectations",
-    "duckdb_engine",  # SQLAlchemy's DuckDB dialect: the tables' suites on DuckDB (local_sql)
+    "duckdb_engine",  # SQLAlchemy's DuckDB dialect: the suites on DuckDB (local_sql)
 )
 
 T = TypeVar("T")
