@@ -58,7 +58,7 @@ def duckdb_connect(
     import duckdb
 
     connection = duckdb.connect(database, config={"autoinstall_known_extensions": False})
-    connection.execute(f"LOAD '{_quoted(str(delta_extension_path()))}'")
+    connection.execute(f"LOAD {sql_string(str(delta_extension_path()))}")
     if lake is not None:
         tables = Path(lake) / "tables"
         for table in sorted(tables.iterdir()) if tables.is_dir() else []:
@@ -71,12 +71,12 @@ def _create_view(connection: duckdb.DuckDBPyConnection, table: Path) -> None:
     name = _identifier(table.name)
     connection.execute(
         f"CREATE OR REPLACE VIEW {name} AS "
-        f"SELECT * FROM delta_scan('{_quoted(str(table.resolve()))}')"
+        f"SELECT * FROM delta_scan({sql_string(str(table.resolve()))})"
     )
     # delta_scan does not pass Delta's column comments on; DuckDB keeps them on the view.
     for column, comment in column_comments(table).items():
         connection.execute(
-            f"COMMENT ON COLUMN {name}.{_identifier(column)} IS '{_quoted(comment)}'"
+            f"COMMENT ON COLUMN {name}.{_identifier(column)} IS {sql_string(comment)}"
         )
 
 
@@ -94,5 +94,6 @@ def _identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _quoted(text: str) -> str:
-    return text.replace("'", "''")
+def sql_string(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"

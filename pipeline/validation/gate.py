@@ -408,12 +408,11 @@ def _sql_definitions(
     import great_expectations as gx
 
     make_private_dir(folder)
-    database = local_sql.create_database(folder, files, inputs)
-    unbound = local_sql.unresolved(database, {t: row_filters(t) for t in schemas.TABLES})
-    columns = local_sql.relation_columns(database, SUITE_NAMES)
+    filters = {t: row_filters(t) for t in schemas.TABLES}
+    database = local_sql.create_database(folder, files, inputs, filters)
     source = context.data_sources.add_sql(
         "batch_tables",
-        connection_string=local_sql.connection_string(database),
+        connection_string=local_sql.connection_string(database.path),
         kwargs=local_sql.engine_options(folder),
     )
     local_sql.buffered_results(source.get_execution_engine())
@@ -421,7 +420,7 @@ def _sql_definitions(
     for name in SUITE_NAMES:
 
         def foldable(
-            condition: str, unresolved: frozenset[str] = unbound.get(name, frozenset())
+            condition: str, unresolved: frozenset[str] = database.unbound.get(name, frozenset())
         ) -> bool:
             return condition not in unresolved
 
@@ -431,7 +430,7 @@ def _sql_definitions(
         definition = context.validation_definitions.add(
             gx.ValidationDefinition(name=name, data=batch, suite=suite)
         )
-        runs[name] = SuiteRun(definition, columns=columns[name])
+        runs[name] = SuiteRun(definition, columns=database.columns[name])
     return source, runs
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 import schemas
+from pipeline.lake.engines import sql_string
 from pipeline.validation.checks import CHILD_TABLES, batch_check_rows
 
 SESSION_CHECKS = """
@@ -85,7 +86,7 @@ def create(db: Any, inputs: CheckInputs) -> None:
     db.unregister("open_sessions")
     published = "SELECT NULL::VARCHAR AS session_id WHERE FALSE"
     if inputs.published_files:
-        names = ", ".join(literal(f) for f in inputs.published_files)
+        names = ", ".join(sql_string(f) for f in inputs.published_files)
         published = f"SELECT session_id FROM read_parquet([{names}], union_by_name = true)"
     db.execute(
         "CREATE VIEW known_sessions AS "
@@ -114,11 +115,6 @@ def create(db: Any, inputs: CheckInputs) -> None:
     db.register("batch_rows", table)
     db.execute("CREATE TABLE batch_consistency AS SELECT * FROM batch_rows")
     db.unregister("batch_rows")
-
-
-def literal(text: str) -> str:
-    """``text`` as an SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 BATCH_CHECKS = pa.schema(

@@ -23,15 +23,17 @@ import os
 import re
 import types
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 import schemas
-from pipeline.lake.table_schema import to_arrow_schema
+from pipeline.lake.engines import sql_string
 from pipeline.validation import local_checks
-from pipeline.validation.local_checks import CheckInputs, literal
+from pipeline.validation.local_checks import CheckInputs
+from pipeline.validation.suites import SUITE_NAMES
 
 MEMORY_VARIABLE = "STOMP_LAKE_VALIDATION_MEMORY"
 DEFAULT_MEMORY = "1GB"
@@ -52,18 +54,26 @@ def memory_limit() -> str:
     return value
 
 
-def table_schema(table: str) -> pa.Schema:
-    """The table's columns as validation sees them (Spark's schema, in Arrow)."""
-    return to_arrow_schema(schemas.load(table).spark_schema())
+@dataclass(frozen=True, slots=True)
+class Database:
+    """The DuckDB database a batch is validated on, and what GX needs to know of it."""
+
+    path: Path
+    columns: dict[str, tuple[str, ...]]  # of each suite's relation: a table or a check
+    unbound: dict[str, frozenset[str]]  # row filters DuckDB cannot bind, by table
 
 
 def create_database(
     folder: Path,
     files: Mapping[str, Iterable[Path]],
     inputs: CheckInputs,
-) -> Path:
+    filters: Mapping[str, list[str]] | None = None,
+) -> Database:
     """A DuckDB database in ``folder`` with the Spark macros, a view of its ``files`` (or an
-    empty table) per table, and the cross-table check relations; returns its path."""
+    empty table) per table, and the cross-table check relations; with the columns of each
+    relation and which of the tables' row ``filters`` DuckDB cannot bind (:func:`unresolved`).
+    All in one connection, before GX connects: DuckDB opens a database once per process, with
+    the settings of its first connection."""
     import duckdb
 
     path = folder / DATABASE_NAME
@@ -72,9 +82,11 @@ def create_database(
             db.execute(f"CREATE MACRO {name}(t) AS {body}")
         for table in schemas.TABLES:
             paths = [str(p) for p in files.get(table, ())]
-            _table_view(db, table, table_schema(table), paths)
+            _table_view(db, table, schemas.load(table).arrow_schema(), paths)
         local_checks.create(db, inputs)
-    return path
+        columns = {name: tuple(db.table(name).columns) for name in SUITE_NAMES}
+        unbound = {t: unresolved(db, t, some) for t, some in (filters or {}).items()}
+    return Database(path, columns, unbound)
 
 
 def _table_view(db: Any, name: str, schema: pa.Schema, files: list[str]) -> None:
@@ -85,7 +97,7 @@ def _table_view(db: Any, name: str, schema: pa.Schema, files: list[str]) -> None
         db.unregister("empty_rows")
         return
     columns = ", ".join(f'"{field.name}"' for field in schema)
-    names = ", ".join(literal(f) for f in files)  # a view takes no parameters
+    names = ", ".join(sql_string(f) for f in files)  # a view takes no parameters
     db.execute(
         f'CREATE VIEW "{name}" AS SELECT {columns} FROM read_parquet([{names}], '
         "hive_partitioning = true, hive_types = {'date': DATE}, union_by_name = true)"
@@ -119,21 +131,12 @@ def buffered_results(engine: Any) -> None:
     engine.execute_query = types.MethodType(execute_query, engine)
 
 
-def relation_columns(path: Path, names: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """The columns of each relation ``names`` in the database."""
+def unresolved(db: Any, table: str, conditions: list[str]) -> frozenset[str]:
+    """Of ``table``'s row filters, those DuckDB cannot bind (connection ``db``): they stay
+    queries of their own, as on Spark (`gate._resolved_on`)."""
     import duckdb
 
-    with duckdb.connect(str(path)) as db:
-        return {name: tuple(db.table(name).columns) for name in names}
-
-
-def unresolved(path: Path, conditions: Mapping[str, list[str]]) -> dict[str, frozenset[str]]:
-    """Of each table's row filters, those DuckDB cannot bind: they stay queries of their own,
-    as on Spark (`gate._resolved_on`). Before GX connects: DuckDB opens a database once per
-    process, with the settings of the first connection."""
-    import duckdb
-
-    def binds(table: str, some: list[str]) -> bool:
+    def binds(some: list[str]) -> bool:
         counts = ", ".join(f"count(CASE WHEN {c} THEN 1 END)" for c in some)
         try:
             db.execute(f'EXPLAIN SELECT {counts} FROM "{table}"')
@@ -141,11 +144,6 @@ def unresolved(path: Path, conditions: Mapping[str, list[str]]) -> dict[str, fro
             return False
         return True
 
-    found: dict[str, frozenset[str]] = {}
-    with duckdb.connect(str(path)) as db:
-        for table, some in conditions.items():
-            if not some or binds(table, some):
-                found[table] = frozenset()
-            else:
-                found[table] = frozenset(c for c in some if not binds(table, [c]))
-    return found
+    if not conditions or binds(conditions):
+        return frozenset()
+    return frozenset(c for c in conditions if not binds([c]))

@@ -282,12 +282,10 @@ def to_frames(spark: Any, rows: dict[str, list[dict[str, Any]]]) -> dict[str, An
 def to_files(folder: Path, rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[Path]]:
     """The rows as Parquet, a file per table that has rows (as `local_files` of the gate):
     hive-style ``date=`` folders as the flow pass writes them, the rest in the file."""
-    from pipeline.validation.local_sql import table_schema
-
     found: dict[str, list[Path]] = {}
     for table in schemas.TABLES:
         found[table] = []
-        schema = table_schema(table)
+        schema = schemas.load(table).arrow_schema()
         stored = pa.schema([f for f in schema if f.name != "date"])
         by_date: dict[Any, list[dict[str, Any]]] = {}
         for row in rows[table]:

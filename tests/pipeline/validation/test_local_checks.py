@@ -82,7 +82,7 @@ def test_duckdb_checks_hold_the_rows_of_spark_checks(spark, tmp_path: Path, name
     folder = tmp_path / "db"
     folder.mkdir()
     database = create_database(folder, to_files(tmp_path / "files", rows), inputs)
-    with duckdb.connect(str(database), read_only=True) as db:
+    with duckdb.connect(str(database.path), read_only=True) as db:
         local_sessions = db.table("session_consistency").to_arrow_table().to_pylist()
         local_batch = db.table("batch_consistency").to_arrow_table().to_pylist()
 

@@ -26,20 +26,24 @@ INSTANTS = [
 ]
 
 
-def _database(tmp_path: Path, rows: dict[str, list[dict]]) -> Path:
+def _database(
+    tmp_path: Path, rows: dict[str, list[dict]], filters: dict[str, list[str]] | None = None
+) -> local_sql.Database:
     folder = tmp_path / "db"
     folder.mkdir()
-    return local_sql.create_database(folder, to_files(tmp_path / "files", rows), CheckInputs())
+    files = to_files(tmp_path / "files", rows)
+    return local_sql.create_database(folder, files, CheckInputs(), filters)
 
 
 def test_each_table_reads_its_files_with_the_tables_columns(tmp_path: Path) -> None:
     rows = good_batch("b1")
     rows["websocket_controls"] = []
     database = _database(tmp_path, rows)
-    with duckdb.connect(str(database), read_only=True) as db:
+    with duckdb.connect(str(database.path), read_only=True) as db:
         for table in schemas.TABLES:
             relation = db.table(table)
-            assert relation.columns == local_sql.table_schema(table).names, table
+            assert tuple(relation.columns) == schemas.load(table).column_names, table
+            assert database.columns[table] == tuple(relation.columns)
             assert len(relation.fetchall()) == len(rows[table]), table
         frames = db.table("frames").to_arrow_table()
     assert sorted(frames.column("frame_index").to_pylist()) == sorted(
@@ -58,19 +62,17 @@ def test_the_spark_functions_the_suites_use_give_sparks_values(spark, tmp_path: 
     folder = tmp_path / "db"
     folder.mkdir()
     database = local_sql.create_database(folder, {}, CheckInputs())
-    with duckdb.connect(str(database)) as db:
+    with duckdb.connect(str(database.path)) as db:
         db.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{path}')")
         assert db.execute(query).fetchall() == expected
     assert expected[0][1].isoformat() == "1969-12-31"  # days in UTC, whatever the machine's zone
 
 
 def test_row_filters_duckdb_cannot_bind_are_named(tmp_path: Path) -> None:
-    database = _database(tmp_path, good_batch("b1"))
     good = ["latency_ms < 0", "abs(unix_micros(ts) - floor(ts_ns / 1000)) > 1"]
     bad = ["no_such_column > 0", "latency_ms <", "no_such_function(latency_ms)"]
-    found = local_sql.unresolved(
-        database, {"acks": [*good, *bad], "frames": [], "errors": good[1:]}
-    )
+    filters = {"acks": [*good, *bad], "frames": [], "errors": good[1:]}
+    found = _database(tmp_path, good_batch("b1"), filters).unbound
     assert found == {"acks": frozenset(bad), "frames": frozenset(), "errors": frozenset()}
 
 
