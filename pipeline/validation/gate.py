@@ -416,6 +416,7 @@ def _sql_definitions(
         kwargs=local_sql.engine_options(folder),
     )
     local_sql.buffered_results(source.get_execution_engine())
+    local_sql.reflected_once(source.get_execution_engine().engine)
     runs: dict[str, SuiteRun] = {}
     for name in SUITE_NAMES:
 

@@ -15,6 +15,11 @@ their own (:mod:`pipeline.validation.local_checks`). DuckDB's memory is capped
 GX 1.24 returns a query's result after giving its connection back to the pool, and the DuckDB
 driver (duckdb_engine) drops a result whose connection is given back: results come back empty.
 `buffered_results` makes the execution engine read each result before it lets go.
+
+GX reflects each relation's columns and primary key with catalog queries of its own, which
+DuckDB answers through its PostgreSQL catalog views in 40-60 ms a relation (0.58 GB: 0.8 of the
+suites' 1.8 s of queries). `reflected_once` reflects every relation's columns in one query, and
+answers that none has a primary key: none has (DuckDB fails that query, which GX takes as none).
 """
 
 from __future__ import annotations
@@ -129,6 +134,34 @@ def buffered_results(engine: Any) -> None:
             return result.freeze()()
 
     engine.execute_query = types.MethodType(execute_query, engine)
+
+
+def reflected_once(engine: Any) -> None:
+    """Makes the SQLAlchemy ``engine`` (GX's) reflect the database's relations' columns once, in
+    one catalog query, and know they have no primary key (see the module docstring)."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine.reflection import ObjectKind
+
+    dialect = engine.dialect
+    found = sa.inspect(engine).get_multi_columns(kind=ObjectKind.ANY)
+    reflected = {name: columns for (_, name), columns in found.items()}
+    reflect_columns, reflect_key = dialect.get_columns, dialect.get_pk_constraint
+
+    def get_columns(connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
+        found = reflected.get(str(table_name)) if schema is None else None
+        if found is None:
+            return reflect_columns(connection, table_name, schema, **kw)
+        return [dict(column) for column in found]
+
+    def get_pk_constraint(
+        connection: Any, table_name: str, schema: str | None = None, **kw: Any
+    ) -> Any:
+        if schema is None and str(table_name) in reflected:
+            return {"constrained_columns": [], "name": None}
+        return reflect_key(connection, table_name, schema, **kw)
+
+    dialect.get_columns = get_columns
+    dialect.get_pk_constraint = get_pk_constraint
 
 
 def unresolved(db: Any, table: str, conditions: list[str]) -> frozenset[str]:

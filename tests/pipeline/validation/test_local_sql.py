@@ -87,3 +87,28 @@ def test_memory_is_a_size_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv(local_sql.MEMORY_VARIABLE, "a lot")
     with pytest.raises(ValueError, match="STOMP_LAKE_VALIDATION_MEMORY"):
         local_sql.memory_limit()
+
+
+def test_relations_are_reflected_once_as_each_alone(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    database = _database(tmp_path, good_batch("b1"))
+    url = local_sql.connection_string(database.path)
+    options = local_sql.engine_options(tmp_path / "db")
+    alone, once = sa.create_engine(url, **options), sa.create_engine(url, **options)
+    local_sql.reflected_once(once)
+    statements: list[str] = []
+    sa.event.listen(once, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    try:
+        for name in database.columns:
+            expected, got = sa.inspect(alone), sa.inspect(once)
+            assert [(c["name"], str(c["type"])) for c in got.get_columns(name)] == [
+                (c["name"], str(c["type"])) for c in expected.get_columns(name)
+            ], name
+            assert got.get_pk_constraint(name)["constrained_columns"] == []
+            with pytest.raises(sa.exc.ProgrammingError):  # GX then takes the key as none
+                expected.get_pk_constraint(name)
+        assert statements == []
+    finally:
+        alone.dispose()
+        once.dispose()
