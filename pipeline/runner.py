@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,9 @@ from pipeline.lake.staged_tables import (
 )
 from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.session import ModelOptions
-from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, SparkSettings
+from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, IMPORTED_BY_START, SparkSettings
 from pipeline.validation import VALIDATION_ENGINES
-from pipeline.validation.preload import IMPORTED_BY_SPARK_START, preloading_while
+from pipeline.validation.preload import preloading_while
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 from pipeline.validation.suites import SUITE_NAMES
 
@@ -182,10 +183,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             )
             batch, skipped = pending, {}
         else:
-            try:
-                scan = ledger.scan(captures, on_first_unseen=starting.begin)
-            finally:
-                starting.wait()  # no thread imports while the start's preload does
+            scan = ledger.scan(captures, on_first_unseen=starting.begin)
             skipped = _skipped(scan)
             if not_captures:
                 # Out of the ledger, so they are reported again while they are there.
@@ -211,9 +209,9 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
 
 
 class SparkStart:
-    """The run's SparkSession (with GX imported meanwhile when the batch is validated), started
-    either where the batch needs it or, through :meth:`begin`, on a thread while the driver
-    hashes new files for the ledger (2.26 GB: 3.0 s of hashing and 3.5-4 s of Spark's start).
+    """The run's SparkSession, started either where the batch needs it or, through :meth:`begin`,
+    on a thread while the driver hashes new files for the ledger (2.26 GB: 3.0 s of hashing and
+    3.5-4 s of Spark's start).
 
     A session started early and never used (the files were all ingested before under other
     names) is stopped when the run leaves the ``with`` block. Nothing starts early when a session
@@ -235,8 +233,8 @@ class SparkStart:
         if self._early is not None or SparkContext._active_spark_context is not None:
             return
         # Imported here, on the thread that goes on hashing, so that the starting thread imports
-        # nothing: a start and the preload then run while this thread only reads files.
-        for name in IMPORTED_BY_SPARK_START:
+        # nothing while this one may (see pipeline.validation.preload).
+        for name in IMPORTED_BY_START:
             importlib.import_module(name)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=self.THREAD_NAME)
         self._early = self._pool.submit(self._start)
@@ -250,7 +248,10 @@ class SparkStart:
 
     def session(self) -> SparkSession:
         self._used = True
-        return self._start() if self._early is None else self._early.result()
+        if self._early is None:
+            return self._start()
+        self.wait()
+        return self._early.result()
 
     def __enter__(self) -> SparkStart:
         return self
@@ -267,7 +268,7 @@ class SparkStart:
         settings = SparkSettings(
             config.master, config.driver_memory, config.spark_conf, config.verbosity
         )
-        return preloading_while(settings.start) if config.validate else settings.start()
+        return settings.start()
 
 
 def _skipped(scan: Any) -> dict[str, list[str]]:
@@ -319,7 +320,12 @@ def _run_batch(
     # JVM by their size (2.26 GB: peak PSS 1.69 against 1.75-1.84 GB, the same speed).
     packets = packets.persist(StorageLevel.DISK_ONLY)
     # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
-    stats = capture_stats(packets)
+    # GX is imported for the gate meanwhile (see pipeline.validation.preload).
+    stats = (
+        preloading_while(partial(capture_stats, packets))
+        if config.validate
+        else capture_stats(packets)
+    )
     # The flow pass's tasks write the tables' Parquet into these folders themselves.
     folders = staging_folders(lake, batch_id, schemas.TABLES)
     runner = RunnerConfig(

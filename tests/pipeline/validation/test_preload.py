@@ -1,4 +1,5 @@
-"""The preload imports GX while the JVM starts, and never while another thread imports."""
+"""The preload imports GX while the capture pass runs, and never while another thread imports;
+Spark's start, on a thread of its own, imports nothing."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from tests.support.scripts import run_script
 SPARK_START = """
 import json, os, sys
 from pipeline.spark.session import build_spark
-from pipeline.validation.preload import IMPORTED_BY_SPARK_START
-for name in IMPORTED_BY_SPARK_START:
+from pipeline.spark.session import IMPORTED_BY_START
+for name in IMPORTED_BY_START:
     __import__(name)
 before = set(sys.modules)
 build_spark("local[1]")
@@ -26,10 +27,10 @@ sys.stdout.flush()
 os._exit(0)
 """
 
-# Every import a whole run attempts, with the thread that attempted it and whether the preload
-# thread was alive then.
+# Every import a whole run attempts (with a live progress display if asked), with the thread that
+# attempted it, whether the preload thread was alive then, and whether Spark's start was.
 RUN_RECORDING_IMPORTS = """
-import json, os, sys, threading
+import io, json, os, sys, threading
 from pathlib import Path
 from pipeline.validation.preload import THREAD_NAME
 
@@ -45,10 +46,15 @@ class ImportRecorder:
         return None
 
 sys.meta_path.insert(0, ImportRecorder())
+from pipeline.commands.progress import RunProgress
 from pipeline.commands.run import RunConfig, run
 
 config = RunConfig(inputs=[Path(sys.argv[1])], lake=Path(sys.argv[2]), close_open=True)
-result = run(config, progress=lambda _: None)
+if sys.argv[4] == "live":
+    with RunProgress(0, io.StringIO(), live=True, interval_s=0.05) as progress:
+        result = run(config, progress=progress)
+else:
+    result = run(config, progress=lambda _: None)
 assert result.validation is not None and result.validation.success
 print(json.dumps(attempts))
 sys.stdout.flush()
@@ -84,16 +90,19 @@ def test_starting_spark_imports_nothing_once_its_modules_are_imported(tmp_path: 
 
 
 @pytest.mark.spark
-def test_a_run_never_imports_on_two_threads_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("progress", ["quiet", "live"])
+def test_a_run_never_imports_on_two_threads_at_once(tmp_path: Path, progress: str) -> None:
     script = RUN_RECORDING_IMPORTS
-    attempts = json.loads(
-        run_script(script, tmp_path, str(SAMPLES), str(tmp_path), SparkStart.THREAD_NAME)
-    )
+    lake = tmp_path / "lake"
+    arguments = (str(SAMPLES), str(lake), SparkStart.THREAD_NAME, progress)
+    attempts = json.loads(run_script(script, tmp_path, *arguments))
     # Looking for a module that is not installed takes no lock another import could wait on.
     found = [attempt for attempt in attempts if _exists(attempt[1])]
-    # The preload imported GX, while Spark started early (the samples were new to the lake)
-    assert any(thread == THREAD_NAME and early for thread, _, _, early in found)
+    # The preload imported GX; Spark had started early (the samples were new to the lake)
+    assert any(t == THREAD_NAME and n == "great_expectations" for t, n, _, _ in found)
+    assert any(early for _, _, _, early in found)
     assert {(t, n) for t, n, preloading, _ in found if preloading and t != THREAD_NAME} == set()
+    # The progress display's own threads (rich's refresh, the Spark poll) import nothing.
     assert {(t, n) for t, n, _, _ in found if t not in ("MainThread", THREAD_NAME)} == set()
 
 
