@@ -14,7 +14,6 @@ import importlib
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -225,7 +224,6 @@ class SparkStart:
         self._pool: ThreadPoolExecutor | None = None
         self._early: Future[SparkSession] | None = None
         self._used = False
-        self.waited_s = 0.0  # how long the run waited for a start under way
 
     def begin(self) -> None:
         from pyspark import SparkContext
@@ -239,19 +237,9 @@ class SparkStart:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=self.THREAD_NAME)
         self._early = self._pool.submit(self._start)
 
-    def wait(self) -> None:
-        """Until a start under way has ended, whatever its outcome (``session`` reports it)."""
-        if self._early is not None:
-            mark = time.monotonic()
-            wait_for([self._early])
-            self.waited_s += time.monotonic() - mark
-
     def session(self) -> SparkSession:
         self._used = True
-        if self._early is None:
-            return self._start()
-        self.wait()
-        return self._early.result()
+        return self._start() if self._early is None else self._early.result()
 
     def __enter__(self) -> SparkStart:
         return self
@@ -306,7 +294,7 @@ def _run_batch(
     progress(f"batch {batch_id}: {len(paths)} capture files")
     cleanup_lake(lake)
     spark = starting.session()
-    timings["spark_start"] = _lap(mark) + starting.waited_s
+    timings["spark_start"] = _lap(mark)
     attach = getattr(progress, "attach", None)  # a live display polls Spark's status tracker
     if attach is not None:
         attach(spark)

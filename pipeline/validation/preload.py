@@ -3,9 +3,11 @@
 The gate needs GX only once the batch is computed, and importing it costs 2-2.5 s of Python
 that would otherwise stand between the computed batch and its commit. It used to be imported
 while the JVM started, but two cores are then busy (the JVM's start, the ledger's hashing), and
-the import made Spark's session 1 s late. The capture pass leaves a core idle while its first
-tasks wait for their Python workers, and the driver only waits for the pass: the runner
-imports GX then, with :func:`preloading_while` (0.58 / 2.26 GB: runs 0.5 / 1.0 s shorter).
+the import holds the GIL that the thread starting Spark needs for its calls into the JVM: the
+session came 1 s late. The capture pass leaves a core idle while its first tasks wait for their
+Python workers, and the driver only waits for the pass: the runner imports GX then, with
+:func:`preloading_while` (0.58 / 2.26 GB: runs 0.5 / 1.0 s shorter; imported from the end of
+the hashing instead, through the start's end and the pass, they were longer than both).
 
 Two threads that import modules at once can deadlock on a circular import (CPython then fails
 one of the imports). So the preload runs only while the other threads run calls that import
