@@ -134,6 +134,7 @@ def base_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.driver.extraJavaOptions"] += f" {LOCAL_JVM_OPTIONS}"
+        conf["spark.python.daemon.module"] = "pipeline.spark.worker_daemon"
         archive = class_archive.java_options()
         if archive:
             conf["spark.driver.extraJavaOptions"] += f" {archive}"

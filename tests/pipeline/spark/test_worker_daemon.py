@@ -1,0 +1,37 @@
+"""pipeline/spark/worker_daemon.py: with a local master, Spark's Python workers import PySpark
+from the installed package (bytecode cached), not from Spark's zip of its sources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from pyspark.sql import SparkSession
+
+from pipeline.spark.session import base_conf
+from pipeline.spark.worker_daemon import installed_first
+
+SITE = "/venv/lib/python3.11/site-packages"
+ZIP = "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip"
+PY4J = "/venv/lib/python3.11/site-packages/pyspark/python/lib/py4j-0.10.9.9-src.zip"
+
+
+def test_sparks_zips_go_after_everything_else_in_order() -> None:
+    path = [ZIP, PY4J, "/work", SITE, "/other/py4j.zip"]
+    assert installed_first(path) == ["/work", SITE, "/other/py4j.zip", ZIP, PY4J]
+    assert installed_first([SITE]) == [SITE]
+
+
+def test_only_a_local_master_replaces_the_daemon() -> None:
+    assert base_conf("local[2]")["spark.python.daemon.module"] == "pipeline.spark.worker_daemon"
+    assert "spark.python.daemon.module" not in base_conf("spark://master:7077")
+
+
+def _where_pyspark_is(rows: Iterable[int]) -> Iterator[str]:
+    import pyspark
+
+    yield pyspark.__file__ or ""
+
+
+def test_workers_import_the_installed_pyspark(spark: SparkSession) -> None:
+    found = spark.sparkContext.parallelize([0], 1).mapPartitions(_where_pyspark_is).collect()
+    assert found and all(".zip" not in where and where.endswith(".py") for where in found)
