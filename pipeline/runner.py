@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,7 @@ from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, IMPORTED_BY_START, SparkSettings
 from pipeline.validation import VALIDATION_ENGINES
-from pipeline.validation.preload import preloading_while
+from pipeline.validation.preload import preloading
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 from pipeline.validation.suites import SUITE_NAMES
 
@@ -307,37 +306,34 @@ def _run_batch(
     # On disk, not in the JVM's heap: held there, the pieces (48 bytes a packet) grew the local
     # JVM by their size (2.26 GB: peak PSS 1.69 against 1.75-1.84 GB, the same speed).
     packets = packets.persist(StorageLevel.DISK_ONLY)
-    # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
     # GX is imported for the gate meanwhile (see pipeline.validation.preload).
-    stats = (
-        preloading_while(partial(capture_stats, packets))
-        if config.validate
-        else capture_stats(packets)
-    )
-    # The flow pass's tasks write the tables' Parquet into these folders themselves.
-    folders = staging_folders(lake, batch_id, schemas.TABLES)
-    runner = RunnerConfig(
-        tuple(paths),
-        config.options,
-        config.broker_ports,
-        config.close_open,
-        table_dirs=tuple((name, str(folder / "parquet")) for name, folder in folders.items()),
-        batch_id=batch_id,
-    )
-    state = carried.read_carried(spark, lake)
-    partitions = max(2, spark.sparkContext.defaultParallelism * 2)
-    progress("stage 2/4: decoding sessions, staging tables")
-    _figures(progress, counters.decoding)
-    flow_rows = flow_pass(packets, state, runner, partitions, counters)
-    flow_rows = flow_rows.persist(StorageLevel.MEMORY_AND_DISK)
-    written, counts = flow_output(flow_rows)
-    capture_rows = capture_anomaly_rows(packets, paths)
-    anomalies_dir = str(folders["anomalies"] / "parquet")
-    for extra in write_table_rows("anomalies", capture_rows, anomalies_dir, batch_id):
-        written.setdefault("anomalies", []).append(extra.path)
-    counts["anomalies"] += len(capture_rows)
-    counts.update(stats)
-    staged = stage_written(spark, lake, batch_id, folders, written)
+    with preloading(config.validate):
+        # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
+        stats = capture_stats(packets)
+        # The flow pass's tasks write the tables' Parquet into these folders themselves.
+        folders = staging_folders(lake, batch_id, schemas.TABLES)
+        runner = RunnerConfig(
+            tuple(paths),
+            config.options,
+            config.broker_ports,
+            config.close_open,
+            table_dirs=tuple((name, str(folder / "parquet")) for name, folder in folders.items()),
+            batch_id=batch_id,
+        )
+        state = carried.read_carried(spark, lake)
+        partitions = max(2, spark.sparkContext.defaultParallelism * 2)
+        progress("stage 2/4: decoding sessions, staging tables")
+        _figures(progress, counters.decoding)
+        flow_rows = flow_pass(packets, state, runner, partitions, counters)
+        flow_rows = flow_rows.persist(StorageLevel.MEMORY_AND_DISK)
+        written, counts = flow_output(flow_rows)
+        capture_rows = capture_anomaly_rows(packets, paths)
+        anomalies_dir = str(folders["anomalies"] / "parquet")
+        for extra in write_table_rows("anomalies", capture_rows, anomalies_dir, batch_id):
+            written.setdefault("anomalies", []).append(extra.path)
+        counts["anomalies"] += len(capture_rows)
+        counts.update(stats)
+        staged = stage_written(spark, lake, batch_id, folders, written)
     packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
     report = None
