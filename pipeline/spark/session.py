@@ -41,6 +41,15 @@ LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVELS = ("error", "warn", "info")  # Spark's level by verbosity 0, 1, 2
 # Lines the JVM writes to its stderr before any logging is set up, with nothing to act on.
 JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
+# What starting a SparkSession imports for the first time in a run that has only imported
+# pyspark.sql: imported before a start on a thread of its own, which then imports nothing while
+# the run's thread may (`pipeline.runner.SparkStart`; see pipeline.validation.preload).
+IMPORTED_BY_START = (
+    "pandas",
+    "pyspark.sql",
+    "pyspark.testing.utils",
+    "pyspark.logger.worker_io",
+)
 # A local run's JVM (driver and executor in one) compiles with C1 only: its work is many short
 # queries (the validation suites) and shuffles, where C2's compile threads take more CPU than
 # their faster code gives back; the flow pass's work is Python's. `stomp-lake run` on 0.58 GB,
@@ -55,15 +64,6 @@ JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
 # tree, `stomp-lake run`: one 4.69 GB connection 2.29 GB against 2.90 GB with G1 (the JVM 1.37
 # against 1.97 GB), 0.58 GB 1.47 / 1.48 against 1.96 / 2.07 GB, 2.26 GB 1.84 against 2.52 GB;
 # times alike (2.26 GB: compute 39.3 / validate 14.9 s against 39.0 / 16.8 s).
-# What starting a SparkSession imports for the first time in a run that has only imported
-# pyspark.sql: imported before a start on a thread of its own, which then imports nothing while
-# the run's thread may (`pipeline.runner.SparkStart`; see pipeline.validation.preload).
-IMPORTED_BY_START = (
-    "pandas",
-    "pyspark.sql",
-    "pyspark.testing.utils",
-    "pyspark.logger.worker_io",
-)
 LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 # A JVM refuses to start with two collectors named: the user's choice replaces ours.
 COLLECTOR_OPTION = re.compile(r"-XX:\+Use(?:Serial|Parallel(?:Old)?|G1|Z|Shenandoah|Epsilon)GC\b")

@@ -1,4 +1,4 @@
-"""Import Great Expectations and the gate on a thread while the capture pass runs.
+"""Import Great Expectations and the gate on a thread while the passes run.
 
 The gate needs GX only once the batch is computed, and importing it costs 2-2.5 s of Python
 that would otherwise stand between the computed batch and its commit. It used to be imported
