@@ -14,6 +14,7 @@ import importlib
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -181,7 +182,13 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             )
             batch, skipped = pending, {}
         else:
-            scan = ledger.scan(captures, on_first_unseen=starting.begin)
+            try:
+                scan = ledger.scan(captures, on_first_unseen=starting.begin)
+            finally:
+                # Until the JVM is up this process's stderr is a pipe that a thread filters
+                # (spark.session.filtered_stderr): nothing is printed before, lest it be lost
+                # to a kill or come after lines printed later.
+                starting.wait()
             skipped = _skipped(scan)
             if not_captures:
                 # Out of the ledger, so they are reported again while they are there.
@@ -223,6 +230,7 @@ class SparkStart:
         self._pool: ThreadPoolExecutor | None = None
         self._early: Future[SparkSession] | None = None
         self._used = False
+        self.waited_s = 0.0  # how long the run waited for a start under way
 
     def begin(self) -> None:
         from pyspark import SparkContext
@@ -235,6 +243,13 @@ class SparkStart:
             importlib.import_module(name)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=self.THREAD_NAME)
         self._early = self._pool.submit(self._start)
+
+    def wait(self) -> None:
+        """Until a start under way has ended, whatever its outcome (``session`` reports it)."""
+        if self._early is not None:
+            mark = time.monotonic()
+            wait_for([self._early])
+            self.waited_s += time.monotonic() - mark
 
     def session(self) -> SparkSession:
         self._used = True
@@ -293,7 +308,7 @@ def _run_batch(
     progress(f"batch {batch_id}: {len(paths)} capture files")
     cleanup_lake(lake)
     spark = starting.session()
-    timings["spark_start"] = _lap(mark)
+    timings["spark_start"] = _lap(mark) + starting.waited_s
     attach = getattr(progress, "attach", None)  # a live display polls Spark's status tracker
     if attach is not None:
         attach(spark)

@@ -78,7 +78,7 @@ config = RunConfig(inputs=[], lake=Path(sys.argv[1]), validate=False)
 seen = {}
 with SparkStart(config) as unused:
     unused.begin()
-    unused._early.exception()  # until the start has ended
+    unused.wait()
     seen["unused_started"] = SparkContext._active_spark_context is not None
 seen["unused_stopped"] = SparkContext._active_spark_context is None
 with SparkStart(config) as used:

@@ -36,7 +36,11 @@ def _figures_of(result: RunResult) -> dict[int, str]:
 
 
 @pytest.mark.spark
-def test_in_a_log_each_stage_shows_its_figures(spark, tmp_path: Path) -> None:
+def test_in_a_log_each_stage_shows_its_figures(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Polled often: each stage of a run over the samples, validation too, lasts under a second.
+    monkeypatch.setattr("pipeline.commands.progress.POLL_S", 0.05)
     log = io.StringIO()
     with RunProgress(0, log, live=False, interval_s=0) as progress:
         result = run(RunConfig(inputs=[SAMPLE], lake=tmp_path / "lake"), progress)

@@ -50,6 +50,7 @@ RUN_TIMEOUT_S = 600
 class Run:
     process: subprocess.Popen[str]
     stderr: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     def wait_for_line(self, text: str, timeout: float = RUN_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout
@@ -66,7 +67,8 @@ class Run:
             # on their own when its pipes close, and this makes sure of it
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-        time.sleep(0.05)  # the reader thread takes the last lines
+        if self.reader is not None:  # it takes the last lines, until every writer is gone
+            self.reader.join(timeout=30)
         return code
 
     @property
@@ -92,7 +94,8 @@ def start(lake: Path, work: Path, *args: str, kill_at: str | None = None) -> Run
         for line in process.stderr:
             run.stderr.append(line.rstrip("\n"))
 
-    threading.Thread(target=collect, daemon=True).start()
+    run.reader = threading.Thread(target=collect, daemon=True)
+    run.reader.start()
     return run
 
 
