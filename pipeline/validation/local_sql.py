@@ -148,10 +148,10 @@ def reflected_once(engine: Any) -> None:
     reflect_columns, reflect_key = dialect.get_columns, dialect.get_pk_constraint
 
     def get_columns(connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
-        found = reflected.get(str(table_name)) if schema is None else None
-        if found is None:
+        columns = reflected.get(str(table_name)) if schema is None else None
+        if columns is None:
             return reflect_columns(connection, table_name, schema, **kw)
-        return [dict(column) for column in found]
+        return [dict(column) for column in columns]
 
     def get_pk_constraint(
         connection: Any, table_name: str, schema: str | None = None, **kw: Any
