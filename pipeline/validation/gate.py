@@ -185,10 +185,10 @@ def validate_batch(
             )
             sql_source, runs = _sql_definitions(context, sql_folder, local_files, inputs)
         timings["gx_setup"] = time.monotonic() - mark
+        batch = _Batch(spark, lake, batch_id, tables, counts, frames, timings, started)
         report = _validate(
-            spark, lake, batch_id, tables, counts, frames, context, runs, cross_table,
-            cross_table_frames, timings, started, build_docs=build_docs, suite_done=suite_done,
-        )  # fmt: skip
+            batch, context, runs, cross_table, cross_table_frames, build_docs, suite_done
+        )
     finally:
         if sql_source is not None:  # its connections closed, then its database removed
             sql_source.get_execution_engine().engine.dispose()
@@ -210,26 +210,36 @@ class SuiteRun:
     columns: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """The batch `validate_batch` validates, as `_validate` goes on with it: its tables (and
+    the frames the suites read, the check frames added once made), the run's counters, and
+    the timings and start of its validation."""
+
+    spark: SparkSession
+    lake: Lake
+    batch_id: str
+    tables: dict[str, DataFrame]
+    counts: dict[str, Any]
+    frames: dict[str, DataFrame]
+    timings: dict[str, float]
+    started: float
+
+
 def _validate(
-    spark: SparkSession,
-    lake: Lake,
-    batch_id: str,
-    tables: dict[str, DataFrame],
-    counts: dict[str, Any],
-    frames: dict[str, DataFrame],
+    batch: _Batch,
     context: Any,
     runs: dict[str, SuiteRun],
     cross_table: Future[dict[str, DataFrame]],
     cross_table_frames: Callable[[], dict[str, DataFrame]],
-    timings: dict[str, float],
-    started: float,
-    *,
     build_docs: bool,
     suite_done: Callable[[int, int], None] | None,
 ) -> ValidationReport:
     """`validate_batch` once the suites are defined: runs them, builds the docs, quarantines a
     failing batch and writes the result. On Spark the cross-table suites wait for
     ``cross_table``; on DuckDB they are defined already."""
+    spark, lake, batch_id, tables = batch.spark, batch.lake, batch.batch_id, batch.tables
+    counts, frames, timings = batch.counts, batch.frames, batch.timings
     on_spark = not all(name in runs for name in CROSS_TABLE_SUITES)
     held = CROSS_TABLE_SUITES if on_spark else ()
 
@@ -333,7 +343,7 @@ def _validate(
         mark = time.monotonic()
         report.quarantine_path = quarantine_batch(lake, batch_id, tables, report.to_json())
         timings["quarantine"] = time.monotonic() - mark
-    report.elapsed_s = time.monotonic() - started
+    report.elapsed_s = time.monotonic() - batch.started
     write_json_atomic(report.result_path, report.to_json())
     if build_docs:
         with private_umask():
