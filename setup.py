@@ -6,6 +6,8 @@
   runs gathered, payloads read back).
 * `pipeline.session._streams` (Cython): the session model's chunk bookkeeping, a chunk per
   capture packet.
+* `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
+  decoded frame.
 
 All are optional: without a working compiler (or without Cython, for the second) the install
 still succeeds and the pure-Python twins run, as with STOMP_LAKE_PURE_PYTHON=1
@@ -47,6 +49,12 @@ else:
             Extension(
                 "pipeline.session._streams",
                 ["pipeline/session/_streams.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            Extension(
+                "pipeline.session._frame_rows",
+                ["pipeline/session/_frame_rows.pyx"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

@@ -30,7 +30,8 @@ from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, Direction
 from pipeline.reassembly import Closed, Conflict, Data, Gap, Opened, Segment
 from pipeline.reassembly.connections import Connection, ConnectionTracker
 from pipeline.session import Endpoint, ModelOptions, SessionModel
-from pipeline.session.rows import Row, anomaly_row
+from pipeline.session.frame_rows import TableRows
+from pipeline.session.rows import anomaly_row
 from pipeline.session.streams import make_chunk
 from pipeline.websocket import Transport
 from pipeline.websocket import apply as apply_transport
@@ -67,7 +68,7 @@ class ConnectionDriver:
         self.config = config
         self._state = state
         self._first_source: Source | None = None  # of the first packet of this input
-        self._out: dict[str, list[Row]] = {}
+        self._out: dict[str, TableRows] = {}
 
     # -- input -------------------------------------------------------------------------------
     def bare_ack(self, src_ip: str, src_port: int, ts_ns: int, count: int = 1) -> bool:
@@ -188,7 +189,7 @@ class ConnectionDriver:
         state = self._state
         return None if state is None or state.model is None else state.model.session_id
 
-    def drain(self) -> dict[str, list[Row]]:
+    def drain(self) -> dict[str, TableRows]:
         """Table rows made since the last drain, by table. (The current model's rows are
         collected here, not after each packet; a model is collected before it is let go.)"""
         state = self._state
@@ -197,9 +198,14 @@ class ConnectionDriver:
         out, self._out = self._out, {}
         return out
 
-    def _emit(self, table: str, rows: list[Row]) -> None:
+    def _emit(self, table: str, rows: TableRows) -> None:
+        """``rows`` are taken over: a drain's are fresh lists."""
         if rows:
-            self._out.setdefault(table, []).extend(rows)
+            held = self._out.get(table)
+            if held is None:
+                self._out[table] = rows
+            else:
+                held.extend(rows)
 
     def _collect(self, model: SessionModel) -> None:
         for table, rows in model.drain().items():

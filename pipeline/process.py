@@ -31,7 +31,7 @@ from typing import NoReturn
 
 DRAIN_TIMEOUT_SECONDS = 30.0
 _POLL_SECONDS = 0.002
-GC_THRESHOLD = 50_000  # see fewer_collections
+GC_THRESHOLD = 500_000  # see fewer_collections
 
 # Itanium C++ ABI names of the libarrow functions used (exported since Arrow 1.0; unchanged in 26).
 _IO_POOL = "_ZN5arrow2io8internal15GetIOThreadPoolEv"  # arrow::io::internal::GetIOThreadPool()
@@ -85,7 +85,12 @@ def fewer_collections(threshold: int = GC_THRESHOLD) -> Iterator[None]:
     """The cyclic garbage collector's first generation collected every ``threshold`` new
     containers instead of Python's 700 while the block runs: the flow pass makes millions of
     short-lived dicts and tuples (rows, events) and almost no cycles, and the default cost it
-    about a tenth of its CPU time. Memory stays bounded: collections are fewer, not off."""
+    about a tenth of its CPU time. Memory stays bounded: collections are fewer, not off, and
+    the containers counted are those made and not yet freed, so a collection is due after at
+    most ``threshold`` of them whatever the input. A whole flow pass over 100 MB leaves about
+    40 objects for the collector; 500,000 (about 100 MB, were they all garbage) against
+    50,000 took the pass from 1.68 to 1.59 s (the collections walked the rows held for the
+    writer again and again)."""
     previous = gc.get_threshold()
     gc.set_threshold(threshold, *previous[1:])
     try:

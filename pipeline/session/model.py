@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pipeline.session.clock import elapsed_ms
+from pipeline.session.frame_rows import TableRows
 from pipeline.session.negotiation import decoder_version
 from pipeline.session.options import Endpoint, ModelOptions
 from pipeline.session.outbox import Outbox
@@ -57,7 +58,7 @@ from pipeline.session.privacy import (
     scrub_body,
 )
 from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
-from pipeline.session.rows import Row, frame_row, heartbeat_row, websocket_control_row
+from pipeline.session.rows import Row, heartbeat_row, websocket_control_row
 from pipeline.session.streams import DirectionStream, Stamp, implementation
 from pipeline.stomp import ALL_COMMANDS, NEED_DATA, Event, Frame, HeartBeat
 from pipeline.stomp import Violation as StompViolation
@@ -316,7 +317,7 @@ class SessionModel:
         self._out.tables["sessions"].append(self._session_row(at, reason))
         self._finished = True
 
-    def drain(self) -> dict[str, list[Row]]:
+    def drain(self) -> dict[str, TableRows]:
         return self._out.drain()
 
     # ---- streams -----------------------------------------------------------------------------
@@ -440,23 +441,23 @@ class SessionModel:
             violation = ",".join(dict.fromkeys(v.kind for v in frame.violations))
             for v in frame.violations:
                 out.violation(v.kind, direction, stream.chunk_at(v.offset), v.offset, v.detail)
-        row = frame_row(
+        tcp_offset = None if self._websocket is None else first.tcp_offset_of(frame.start)
+        out.frames.add(
             self.session_id,
             direction,
             index,
+            first.ts_ns,
+            last.ts_ns,
             stored_command,
             headers,
             header_list,
             frame.content_length,
             body,
-            first,
-            last,
             frame.start,
             frame.end - frame.start,
+            frame.start if tcp_offset is None else tcp_offset,
             violation,
-            None if self._websocket is None else first.tcp_offset_of(frame.start),
         )
-        out.tables["frames"].append(row)
         self._protocol.on_frame(direction, index, headers, frame, body, first)
         if command == "CONNECTED" and not self._negotiated:
             self._apply_handshake()

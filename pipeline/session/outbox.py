@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from pipeline.session.frame_rows import FrameRows, TableRows, new_frame_rows
 from pipeline.session.privacy import scrub
-from pipeline.session.rows import Row, anomaly_row
+from pipeline.session.rows import anomaly_row
 from pipeline.session.streams import Stamp
 from schemas import TABLES
 
@@ -22,20 +23,24 @@ COUNTED: tuple[str, ...] = (
 
 
 class Outbox:
-    __slots__ = ("session_id", "tables", "counts", "secrets", "last")
+    __slots__ = ("session_id", "tables", "frames", "counts", "secrets", "last")
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self.tables: dict[str, list[Row]] = {name: [] for name in TABLES}
+        self.frames: FrameRows = new_frame_rows()  # tables["frames"], as columns
+        self.tables: dict[str, TableRows] = {
+            name: self.frames if name == "frames" else [] for name in TABLES
+        }
         self.counts: dict[str, int] = dict.fromkeys(COUNTED, 0)
         self.secrets: tuple[str, ...] = ()  # passcodes seen, masked wherever text is stored
         self.last: Stamp | None = None  # latest capture time seen, for anomalies without one
 
-    def drain(self) -> dict[str, list[Row]]:
+    def drain(self) -> dict[str, TableRows]:
         tables = self.tables
         drained = dict(tables)
+        self.frames = new_frame_rows()
         for name in tables:  # same dict, fresh lists: holders of `tables` stay valid
-            tables[name] = []
+            tables[name] = self.frames if name == "frames" else []
         return drained
 
     def add_secrets(self, secrets: list[str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.session.clock import elapsed_ms
-from pipeline.session.streams import Chunk, Stamp
+from pipeline.session.streams import Stamp
 
 Row = dict[str, Any]
 Body = tuple[int, str | None, str | None, bytes | None]
@@ -37,46 +37,6 @@ def parse_length(value: str | None) -> int | None:
     except ValueError:
         return None
     return length if length >= 0 else None
-
-
-def frame_row(
-    session_id: str,
-    direction: str,
-    frame_index: int,
-    command: str,
-    headers: dict[str, str],
-    header_list: list[tuple[str, str]],
-    content_length: int | None,
-    body: Body,
-    first: Chunk,
-    last: Chunk,
-    stream_offset: int,
-    frame_length: int,
-    violation: str | None,
-    tcp_offset: int | None = None,
-) -> Row:
-    return {
-        "session_id": session_id,
-        "direction": direction,
-        "frame_index": frame_index,
-        "ts": first.ts,
-        "ts_ns": first.ts_ns,
-        "ts_end": last.ts,
-        "ts_end_ns": last.ts_ns,
-        "command": command,
-        "headers": headers,
-        "header_list": header_list,
-        "content_length": content_length,
-        "body_length": body[0],
-        "body_sha256": body[1],
-        "body_preview": body[2],
-        "body": body[3],
-        "stream_offset": stream_offset,
-        "frame_length": frame_length,
-        "tcp_offset": stream_offset if tcp_offset is None else tcp_offset,
-        "violation": violation,
-        "date": first.date,
-    }
 
 
 def message_row(

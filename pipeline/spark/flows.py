@@ -27,6 +27,7 @@ from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections, give_back_memory
 from pipeline.session import ModelOptions
+from pipeline.session.frame_rows import FrameRows, TableRows
 from pipeline.session.rows import Row
 from pipeline.spark.carried_state import dump_state, load_state
 from pipeline.spark.packet_loop import packet_loop
@@ -89,7 +90,7 @@ class FlowRunner:
         self._driver: ConnectionDriver | None = None
         self._merger = PieceMerger()
         self._ends: tuple[str, int, str, int] = ("", 0, "", 0)
-        self._out: dict[str, list[Row]] = {}
+        self._out: dict[str, TableRows] = {}
         self._out_keys: dict[str, list[str | None]] = {}
         self._pending = 0
         self.flows = 0
@@ -136,7 +137,7 @@ class FlowRunner:
         """Table rows held (state rows aside)."""
         return self._pending
 
-    def drain(self, keep: str | None = None) -> Iterator[tuple[str, list[Row], list[str | None]]]:
+    def drain(self, keep: str | None = None) -> Iterator[tuple[str, TableRows, list[str | None]]]:
         """Rows held, by kind; those of kind ``keep`` stay held."""
         out, keys = self._out, self._out_keys
         self._out, self._out_keys, self._pending = {}, {}, 0
@@ -146,8 +147,12 @@ class FlowRunner:
             yield kind, rows, keys[kind]
 
     def _collect(self, driver: ConnectionDriver) -> None:
-        for kind, rows in driver.drain().items():
-            self._out.setdefault(kind, []).extend(rows)
+        for kind, rows in driver.drain().items():  # the drain's containers are taken over
+            held = self._out.get(kind)
+            if held is None:
+                self._out[kind] = rows
+            else:
+                held.extend(rows)
             self._out_keys.setdefault(kind, []).extend([self._key] * len(rows))
             self._pending += len(rows)
         if self._spill is not None and self._pending >= OUTPUT_BATCH_ROWS:
@@ -220,7 +225,7 @@ def _partition(
     writer = TableFileWriter(config.table_folders(), config.batch_id)
     counters = RunCounters()
 
-    def write(kind: str, rows: list[Row]) -> None:
+    def write(kind: str, rows: TableRows) -> None:
         counters.add(kind, rows)
         writer.add(kind, rows)
 
@@ -233,7 +238,7 @@ def _partition(
             if kind != STATE_KIND:
                 write(kind, rows)
             elif rows:
-                yield _state_batch(schema, rows, keys)
+                yield _state_batch(schema, list(rows), keys)
 
     runner = FlowRunner(config, spill)
     for batch in batches:
@@ -257,8 +262,11 @@ class RunCounters:
     gap_bytes: int = 0
     violations: int = 0
 
-    def add(self, table: str, rows: list[Row]) -> None:
-        if table == "frames":
+    def add(self, table: str, rows: TableRows) -> None:
+        if isinstance(rows, FrameRows):
+            pairs = zip(rows.column("direction"), rows.column("command"), strict=True)
+            self.frames_by_command.update(f"{d} {c}" for d, c in pairs)
+        elif table == "frames":
             self.frames_by_command.update(f"{r['direction']} {r['command']}" for r in rows)
         elif table == "sessions":
             self.gap_bytes += sum(r["gap_bytes"] or 0 for r in rows)

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import schemas
+from pipeline.session.frame_rows import FrameRows, TableRows, new_table_rows
 from pipeline.session.rows import Row
 
 COMPRESSION = "zstd"
@@ -56,6 +57,8 @@ def row_batch(table: str, rows: Iterable[Row]) -> pa.RecordBatch:
     A timestamp column is made from its ``<name>_ns`` twin, which every row builder fills from
     the same stamp, not from the rows' datetimes: converting those was a quarter of the
     conversion's time (flow pass on 116 MB: 0.26 against 0.34 s of 2.0 s)."""
+    if isinstance(rows, FrameRows):
+        return frame_batch(rows)
     struct = row_struct(table)
     converted = pa.RecordBatch.from_struct_array(pa.array(list(rows), _converted_struct(table)))
     columns = [
@@ -63,6 +66,41 @@ def row_batch(table: str, rows: Iterable[Row]) -> pa.RecordBatch:
         if pa.types.is_timestamp(f.type)
         else converted.column(f.name)
         for f in struct
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
+
+
+def frame_batch(rows: FrameRows) -> pa.RecordBatch:
+    """`row_batch` of frames held as columns: each column converted at once. The headers map
+    is made from the header list's arrays where every frame's headers follow its list (no
+    name repeated), as they almost always do: converting it again cost as much as the list."""
+    struct = row_struct("frames")
+    fields = {f.name: f for f in struct}
+    header_list = pa.array(rows.column("header_list"), fields["header_list"].type)
+    if rows.regular:
+        entries = header_list.values
+        headers = pa.MapArray.from_arrays(
+            header_list.offsets,
+            entries.field("name"),
+            entries.field("value"),
+            type=fields["headers"].type,
+        )
+    else:
+        headers = pa.array(rows.column("headers"), fields["headers"].type)
+    ts_ns = pa.array(rows.column("ts_ns"), pa.int64())
+    ts_end_ns = pa.array(rows.column("ts_end_ns"), pa.int64())
+    ts = _micros(ts_ns).cast(fields["ts"].type)
+    made = {
+        "headers": headers,
+        "header_list": header_list,
+        "ts": ts,
+        "ts_ns": ts_ns,
+        "ts_end": _micros(ts_end_ns).cast(fields["ts_end"].type),
+        "ts_end_ns": ts_end_ns,
+        "date": ts.cast(fields["date"].type),  # UTC's, as the rows' dates
+    }
+    columns = [
+        made[f.name] if f.name in made else pa.array(rows.column(f.name), f.type) for f in struct
     ]
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
 
@@ -101,16 +139,18 @@ class TableFileWriter:
         self.table_dirs = table_dirs
         self.batch_id = batch_id
         self._tag = uuid.uuid4().hex[:16]  # this task attempt's files
-        self._held: dict[str, list[Row]] = {}
+        self._held: dict[str, TableRows] = {}
         self._writers: dict[tuple[str, tuple[object, ...]], tuple[pq.ParquetWriter, str]] = {}
         self._rows: dict[tuple[str, tuple[object, ...]], int] = {}
 
-    def add(self, table: str, rows: list[Row]) -> None:
-        held = self._held.setdefault(table, [])
+    def add(self, table: str, rows: TableRows) -> None:
+        held = self._held.get(table)
+        if held is None:
+            held = self._held[table] = new_table_rows(table)
         held.extend(rows)
         if len(held) >= ROW_GROUP_ROWS:
             self._write(table, held)
-            self._held[table] = []
+            self._held[table] = new_table_rows(table)
 
     def close(self) -> list[WrittenFile]:
         for table, held in self._held.items():
@@ -124,7 +164,7 @@ class TableFileWriter:
         self._writers.clear()
         return written
 
-    def _write(self, table: str, rows: Iterable[Row]) -> None:
+    def _write(self, table: str, rows: TableRows) -> None:
         spec = schemas.load(table)
         batch = row_batch(table, rows)
         groups = _partitions(batch, spec.partition_by)
@@ -183,7 +223,7 @@ def _partitions(
     return list(zip(values, indices, strict=True))
 
 
-def write_table_rows(table: str, rows: list[Row], folder: str, batch_id: str) -> list[WrittenFile]:
+def write_table_rows(table: str, rows: TableRows, folder: str, batch_id: str) -> list[WrittenFile]:
     """Rows made outside the flow pass (on the driver), written as its tasks write theirs."""
     writer = TableFileWriter({table: folder}, batch_id)
     writer.add(table, rows)

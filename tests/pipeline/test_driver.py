@@ -8,6 +8,7 @@ import numpy as np
 
 from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import ACK, FIN, SYN, TcpPacket
+from pipeline.session.frame_rows import TableRows
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
 
@@ -38,15 +39,19 @@ class Flow:
         self.blob += payload
         self.packets.append((packet, payload))
 
-    def run(self, *, close_open: bool = True) -> dict[str, list[dict]]:
+    def run(self, *, close_open: bool = True) -> dict[str, TableRows]:
         """The driver's tables, fed packet by packet; a carried state shows as `_state`."""
         driver = ConnectionDriver(DriverConfig(close_open=close_open))
         for packet, payload in self.packets:
             driver.packet(packet, payload, (str(self.path), packet.record_offset))
-        tables: dict[str, list[dict]] = dict(driver.drain())
+        tables: dict[str, TableRows] = dict(driver.drain())
         state = driver.end()
         for table, rows in driver.drain().items():
-            tables.setdefault(table, []).extend(rows)
+            held = tables.get(table)
+            if held is None:
+                tables[table] = rows
+            else:
+                held.extend(rows)
         if state is not None:
             tables[STATE_KIND] = [{"state": state}]
         return tables

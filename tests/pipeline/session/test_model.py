@@ -4,6 +4,7 @@ import pickle
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from pipeline.session import ModelOptions, SessionModel, streams
 from pipeline.session import model as model_module
+from pipeline.session.frame_rows import TableRows
 from pipeline.stomp import encode_frame
 from schemas import TABLES, load
 from tests.pipeline.session.conversation import (
@@ -346,7 +348,7 @@ def test_pickled_model_carries_undecoded_tail_and_unacked_deliveries() -> None:
 _PLAIN = _rich_session()
 
 
-def _without_beats(rows: dict[str, list[dict]]) -> dict[str, list[dict]]:
+def _without_beats(rows: Mapping[str, TableRows]) -> dict[str, TableRows]:
     kept = {name: table for name, table in rows.items() if name != "heartbeats"}
     ignored = ("c2s_heartbeats", "s2c_heartbeats")
     kept["sessions"] = [{k: v for k, v in r.items() if k not in ignored} for r in rows["sessions"]]

@@ -10,10 +10,13 @@ T0 = 1_700_000_000_000_000_000
 def test_drain_hands_over_rows_and_keeps_the_tables_dict() -> None:
     out = Outbox("s1")
     tables = out.tables
-    tables["frames"].append({"x": 1})
+    tables["messages"].append({"x": 1})
+    frames = out.frames
     drained = out.drain()
-    assert drained["frames"] == [{"x": 1}] and set(drained) == set(TABLES)
-    assert out.tables is tables and tables["frames"] == []
+    assert drained["messages"] == [{"x": 1}] and set(drained) == set(TABLES)
+    assert drained["frames"] is frames
+    assert out.tables is tables and tables["messages"] == []
+    assert tables["frames"] is out.frames and len(out.frames) == 0
 
 
 def test_violations_are_counted_scrubbed_and_attributed() -> None:

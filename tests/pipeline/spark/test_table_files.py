@@ -124,7 +124,7 @@ def test_timestamps_made_from_nanoseconds_are_the_rows_own(path: Path) -> None:
     runner.close()
     for kind, rows, _keys in runner.drain():
         if kind != STATE_KIND and rows:
-            assert row_batch(kind, rows).equals(_as_given(kind, rows)), kind
+            assert row_batch(kind, rows).equals(_as_given(kind, list(rows))), kind
 
 
 def test_timestamps_round_down_to_microseconds_as_the_rows_do() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.session import Endpoint, SessionModel
+from pipeline.session.frame_rows import TableRows
 from pipeline.stomp import encode_frame
 from pipeline.websocket import Transport, apply
 from schemas import TABLES, load
@@ -37,13 +38,13 @@ class WsConversation:
         frame = encode_frame(command, headers, body) + b"\n"
         self.tcp("s2c", ms, self.server_side.text(frame))
 
-    def finish(self, ms: float) -> dict[str, list[dict]]:
+    def finish(self, ms: float) -> dict[str, TableRows]:
         apply(self.model, self.transport.finish(T0 + int(ms * MS)))
         self.model.finish(T0 + int(ms * MS))
         return self.model.drain()
 
 
-def _session(deflate: bool = False) -> dict[str, list[dict]]:
+def _session(deflate: bool = False) -> dict[str, TableRows]:
     talk = WsConversation(deflate)
     talk.client(2, "CONNECT", [("accept-version", "1.2"), ("host", "/"), ("heart-beat", "1000,0")])
     talk.server(3, "CONNECTED", [("version", "1.2"), ("heart-beat", "0,1000")])

@@ -1,0 +1,26 @@
+from typing import Any
+
+from pipeline.session.rows import Body
+
+class FrameColumns:
+    columns: tuple[list[Any], ...]
+    regular: bool
+    def add(
+        self,
+        session_id: str,
+        direction: str,
+        frame_index: int,
+        ts_ns: int,
+        ts_end_ns: int,
+        command: str,
+        headers: dict[str, str],
+        header_list: list[tuple[str, str]],
+        content_length: int | None,
+        body: Body,
+        stream_offset: int,
+        frame_length: int,
+        tcp_offset: int,
+        violation: str | None,
+    ) -> None: ...
+    def add_columns(self, other: FrameColumns) -> None: ...
+    def __len__(self) -> int: ...

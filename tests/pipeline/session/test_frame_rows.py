@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.session.clock import to_datetime
+from pipeline.session.frame_rows import (
+    FRAME_COLUMNS,
+    FrameRows,
+    PythonFrameRows,
+    headers_follow_list,
+    new_frame_rows,
+)
+from pipeline.session.options import ModelOptions
+from pipeline.spark.table_files import frame_batch, row_struct
+from tests.pipeline.session.conversation import Conversation
+
+compiled = pytest.importorskip("pipeline.session._frame_rows")
+T0 = 1_700_000_000_000_000_000
+
+# (headers, header_list): the writer may make the map from the list only where they agree
+ENTRIES: list[tuple[dict[str, str], Any, bool]] = [
+    ({"a": "1", "b": "2"}, [("a", "1"), ("b", "2")], True),
+    ({}, [], True),
+    ({"a": "1"}, [("a", "1"), ("a", "2")], False),  # a repeated name: the first is the header
+    ({"b": "2", "a": "1"}, [("a", "1"), ("b", "2")], False),  # another order
+    ({"a": "1"}, [("a", "x")], False),
+    ({"a": "1"}, [["a", "1"]], False),  # lists, not tuples
+    ({"a": "1"}, [("a", "1", "?")], False),
+]
+
+
+def _both() -> list[FrameRows]:
+    from pipeline.session.frame_rows import CompiledFrameRows
+
+    return [PythonFrameRows(), CompiledFrameRows()]
+
+
+def _add(rows: FrameRows, n: int, headers: dict[str, str], header_list: Any) -> None:
+    body = (3, "ab" * 32, "abc", b"abc") if n % 2 else (0, None, None, None)
+    rows.add(
+        "s1",
+        "c2s",
+        n,
+        T0 + n,
+        T0 + n + 5,
+        "SEND",
+        headers,
+        header_list,
+        3 if n % 2 else None,
+        body,
+        100 * n,
+        40,
+        100 * n + 2,
+        "bad" if n == 3 else None,
+    )
+
+
+@pytest.mark.parametrize(("headers", "header_list", "follows"), ENTRIES)
+def test_the_twins_agree_on_which_headers_follow_their_list(
+    headers: dict[str, str], header_list: Any, follows: bool
+) -> None:
+    assert headers_follow_list(headers, header_list) is follows
+    for rows in _both():
+        _add(rows, 1, {"x": "1"}, [("x", "1")])
+        assert rows.regular
+        _add(rows, 2, headers, header_list)
+        assert rows.regular is follows, type(rows).__name__
+
+
+def test_the_twins_hold_the_same_columns_and_rows() -> None:
+    python, built = _both()
+    for rows in (python, built):
+        for n, (headers, header_list, _) in enumerate(ENTRIES[:3]):
+            _add(rows, n, headers, header_list)
+    assert python.columns == built.columns and len(python) == len(built) == 3
+    assert list(python) == list(built) and python == built
+    row = python[1]
+    assert list(row) == [
+        *("session_id", "direction", "frame_index", "ts", "ts_ns", "ts_end", "ts_end_ns"),
+        *FRAME_COLUMNS[5:],
+        "date",
+    ]
+    assert row["ts"] == to_datetime(T0 + 1) and row["date"] == to_datetime(T0 + 1).date()
+    assert (row["body_length"], row["body_sha256"], row["tcp_offset"]) == (3, "ab" * 32, 102)
+
+
+def test_rows_added_as_dicts_or_as_rows_join_the_columns() -> None:
+    python, built = _both()
+    _add(python, 0, {"a": "1"}, [("a", "1")])
+    built.extend(list(python))  # as dicts
+    assert built == python and built.regular
+    _add(built, 1, {"a": "1"}, [("a", "1"), ("a", "2")])
+    python.extend(built)  # as columns: the irregular frame comes along
+    assert len(python) == 3 and not python.regular
+    assert python.column("frame_index") == [0, 0, 1]
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_new_rows_follow_the_pure_python_switch(
+    pure: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if pure:
+        monkeypatch.setenv(PURE_PYTHON_VARIABLE, "1")
+    rows = new_frame_rows()
+    assert isinstance(rows, PythonFrameRows) is pure
+
+
+def test_both_twins_pickle() -> None:
+    for rows in _both():
+        _add(rows, 1, {"a": "1"}, [("a", "1"), ("a", "2")])
+        copy = pickle.loads(pickle.dumps(rows))
+        assert type(copy) is type(rows) and copy == rows and not copy.regular
+
+
+@pytest.mark.parametrize("regular", [True, False])
+def test_the_batch_equals_the_rows_converted_one_by_one(regular: bool) -> None:
+    for rows in _both():
+        for n in range(5):
+            _add(rows, n, {"a": "1", "b": str(n)}, [("a", "1"), ("b", str(n))])
+        if not regular:
+            _add(rows, 5, {"a": "1"}, [("a", "1"), ("a", "2")])
+        assert rows.regular is regular
+        given = pa.RecordBatch.from_struct_array(pa.array(list(rows), row_struct("frames")))
+        assert frame_batch(rows).equals(given)
+
+
+def test_a_session_models_frames_convert_as_their_dicts() -> None:
+    """Real frames (a handshake, messages, acks, a transaction, an ERROR, a gap) through the
+    model, under both twins."""
+    for rows in _both():
+        talk = Conversation(ModelOptions("preview", 8, b"k"))
+        talk.handshake(client_hb="1000,1000", server_hb="1000,1000")
+        talk.subscribe(5, "0", "client")
+        for n in range(4):
+            talk.message(10 + n, "0", f"m{n}", ack=f"a{n}", body=b"body %d" % n)
+        talk.client(30, "ACK", [("id", "a2")])
+        talk.server(31, "ERROR", [("message", "no"), ("message", "twice")], b"why")
+        frames = talk.model.drain()["frames"]
+        assert isinstance(frames, FrameRows) and len(frames) == 9
+        assert not frames.regular  # the ERROR's repeated header
+        rows.extend(frames)
+        given = pa.RecordBatch.from_struct_array(pa.array(list(rows), row_struct("frames")))
+        assert frame_batch(rows).equals(given)
