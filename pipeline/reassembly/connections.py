@@ -158,7 +158,8 @@ class ConnectionTracker:
         self.connection: Connection | None = None
         self.connections_opened = 0  # the next connection's ordinal (see connection_id)
         self.foreign_packets = 0  # packets not of this tracker's 4-tuple (ignored)
-        self._streams: dict[Endpoint, StreamReassembler] = {}
+        # by Endpoint; looked up by its (ip, port) tuple too, which it equals
+        self._streams: dict[tuple[str, int], StreamReassembler] = {}
 
     def __setstate__(self, state: object) -> None:
         # Trackers pickled (carried) before a slot existed get its default.
@@ -247,7 +248,7 @@ class ConnectionTracker:
         conn = self.connection
         if conn is None:
             return None
-        stream = self._streams.get(Endpoint(src_ip, src_port))
+        stream = self._streams.get((src_ip, src_port))  # equal to the Endpoint, made faster
         if stream is None:
             return None
         # per packet: the fields, not Endpoints built from them

@@ -38,7 +38,7 @@ class Outbox:
     def drain(self) -> dict[str, TableRows]:
         tables = self.tables
         drained = dict(tables)
-        self.frames = new_frame_rows()
+        self.frames = type(self.frames)()  # the twin chosen when the model was made
         for name in tables:  # same dict, fresh lists: holders of `tables` stay valid
             tables[name] = self.frames if name == "frames" else []
         return drained

@@ -254,6 +254,14 @@ _EMPTY = np.empty(0, dtype=_TAGGED_DTYPE)
 
 
 def _copy_fields(source: np.ndarray, target: np.ndarray) -> None:
+    """The packet fields, ahead of ``file_id`` in the tagged records: one copy of the bytes
+    (field by field cost a call per field)."""
+    if source.flags.c_contiguous:
+        rows = len(source)
+        into = target.view(np.uint8).reshape(rows, _TAGGED_DTYPE.itemsize)
+        packets = source.view(np.uint8).reshape(rows, PACKET_DTYPE.itemsize)
+        into[:, : PACKET_DTYPE.itemsize] = packets
+        return
     for name in PACKET_DTYPE.names:  # type: ignore[union-attr]
         target[name] = source[name]
 
