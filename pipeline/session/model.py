@@ -52,7 +52,7 @@ from pipeline.session.outbox import Outbox
 from pipeline.session.privacy import (
     body_fields,
     first_values,
-    is_secret_header,
+    has_secret_header,
     protect_headers,
     scrub,
     scrub_body,
@@ -423,7 +423,7 @@ class SessionModel:
         direction = stream.direction
         header_list = frame.header_list
         headers = frame.headers
-        if command in CONNECT_COMMANDS or any(map(is_secret_header, headers)):
+        if command in CONNECT_COMMANDS or has_secret_header(headers):
             header_list, secrets = protect_headers(header_list, self.options.login_hash_key)
             headers = first_values(header_list)
             if secrets:

@@ -8,6 +8,7 @@ import pytest
 from pipeline.session import ModelOptions
 from pipeline.session.privacy import (
     body_fields,
+    has_secret_header,
     hash_login,
     is_secret_header,
     protect_headers,
@@ -200,3 +201,25 @@ def test_scrub_structure_masks_secret_keys_pairs_and_spelled_out_text() -> None:
     assert clean[0]["headers"] == {"passcode ": "***", "host": "/"}
     assert clean[0]["header_list"][1] == ["login", "bob"] and clean[0]["count"] == 3
     assert scrub_structure(("passcode", "pw-5")) == ("passcode", "***")
+
+
+def test_has_secret_header_agrees_with_each_name_before_and_after_learning_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipeline.session import privacy
+
+    monkeypatch.setattr(privacy, "_PLAIN_NAMES", set())
+    monkeypatch.setattr(privacy, "_PLAIN_NAMES_MAX", 3)
+    frames = [
+        {"destination": "/q", "ack": "1"},
+        {"destination": "/q", "pass-code": "x"},
+        {"PASSCODE": "x"},
+        {"a": "1", "b": "2", "c": "3", "d": "4"},  # past the bound
+        {"destination": "/q", "ack": "1"},
+        {"d": "4", "passcode": "x"},
+        {},
+    ]
+    for _ in range(2):  # names learned on the first round
+        for headers in frames:
+            assert has_secret_header(headers) is any(map(is_secret_header, headers)), headers
+    assert len(privacy._PLAIN_NAMES) == 3 and not any(map(is_secret_header, privacy._PLAIN_NAMES))
