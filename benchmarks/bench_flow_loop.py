@@ -190,7 +190,8 @@ def markdown(result: dict[str, Any]) -> str:
         "no_session_model / compiled): the part a compiled session model would cut.",
         "",
         "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, "
-        "`pipeline/session/_streams.pyx`, the decoder's `_speedups.c`); `pure_python_loop`: the "
+        "`pipeline/session/_streams.pyx`, `pipeline/session/_frame_rows.pyx`, the decoder's "
+        "`_speedups.c`); `pure_python_loop`: the "
         "loop's twin `pipeline/spark/packet_loop.py`; `pure_python_streams`: the streams' twin "
         "`pipeline/session/streams.py`; "
         "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "
