@@ -46,7 +46,7 @@ def archive_key() -> str | None:
     """What the archive depends on, hashed: the JDK Spark will start and PySpark's jars. None
     when either cannot be found (no archive is made or used then)."""
     java = _java()
-    jars = _pyspark_jars()
+    jars = _spark_jars()
     if java is None or jars is None:
         return None
     digest = hashlib.sha256()
@@ -118,7 +118,12 @@ def _java() -> Path | None:
     return Path(os.path.realpath(found)) if found and os.path.exists(found) else None
 
 
-def _pyspark_jars() -> Path | None:
+def _spark_jars() -> Path | None:
+    """The jars a local JVM loads: $SPARK_HOME's (the lean home, `pipeline.spark.lean_home`,
+    or the caller's), else PySpark's."""
+    home = os.environ.get("SPARK_HOME")
+    if home and (Path(home) / "jars").is_dir():
+        return Path(home) / "jars"
     try:
         import pyspark
     except ImportError:
@@ -133,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         _dump(Path(args[1]), Path(args[2]), Path(args[3]))
         return 0
     from pipeline.cli import SAMPLES_DIR
+    from pipeline.spark.lean_home import use_lean_home
 
+    use_lean_home()  # as a local session does: the archive is of the classpath it will serve
     try:
         path = make_archive(SAMPLES_DIR, force="--force" in args)
     except (OSError, RuntimeError, subprocess.CalledProcessError) as error:

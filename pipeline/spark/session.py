@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.spark import class_archive
+from pipeline.spark.lean_home import use_lean_home
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -176,6 +177,8 @@ def build_spark(
 
     from pyspark.sql import SparkSession
 
+    if master.startswith("local"):
+        use_lean_home()
     conf = base_conf(master, driver_memory=driver_memory, verbosity=verbosity)
     conf = merge_conf(conf, extra_conf or {})
     _private_dir(Path(conf["spark.local.dir"]))

@@ -31,7 +31,7 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     jars.mkdir()
     (jars / "spark-core.jar").write_bytes(b"core")
     monkeypatch.setattr(class_archive, "_java", lambda: jdk / "bin" / "java")
-    monkeypatch.setattr(class_archive, "_pyspark_jars", lambda: jars)
+    monkeypatch.setattr(class_archive, "_spark_jars", lambda: jars)
     monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "archives"))
     return tmp_path
 

@@ -1,0 +1,86 @@
+"""pipeline/spark/lean_home.py: the Spark home a local session starts from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pipeline.spark import lean_home as module
+from pipeline.spark.class_archive import ARCHIVE_VARIABLE
+from pipeline.spark.lean_home import HOME_VARIABLE, lean_home, use_lean_home
+
+JARS = (
+    "spark-core_2.13-4.2.0.jar",
+    "spark-mllib_2.13-4.2.0.jar",
+    "spark-mllib-local_2.13-4.2.0.jar",
+)
+
+
+@pytest.fixture
+def pyspark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "pyspark"
+    (home / "jars").mkdir(parents=True)
+    (home / "bin").mkdir()
+    (home / "bin" / "spark-submit").write_text("#!/bin/sh\n")
+    for jar in JARS:
+        (home / "jars" / jar).write_bytes(jar.encode())
+    monkeypatch.setattr(module, "_pyspark_home", lambda: home)
+    monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.delenv(HOME_VARIABLE, raising=False)
+    return home
+
+
+def test_the_lean_home_links_all_but_mllibs_jar(pyspark_home: Path) -> None:
+    home = lean_home()
+    assert home is not None and home.parent.name == "cache"
+    assert sorted(p.name for p in (home / "jars").iterdir()) == [JARS[0], JARS[2]]
+    assert (home / "jars" / JARS[0]).resolve() == pyspark_home / "jars" / JARS[0]
+    assert (home / "bin").resolve() == pyspark_home / "bin"
+    assert lean_home() == home  # made once
+    assert [p.name for p in home.parent.iterdir()] == [home.name]  # nothing left aside
+
+
+def test_a_new_pyspark_gets_a_home_of_its_own(pyspark_home: Path) -> None:
+    first = lean_home()
+    (pyspark_home / "jars" / JARS[0]).rename(pyspark_home / "jars" / "spark-core_2.13-4.3.0.jar")
+    second = lean_home()
+    assert first is not None and second is not None and second != first
+    assert (second / "jars" / "spark-core_2.13-4.3.0.jar").exists()
+
+
+def test_no_mllib_or_no_folder_means_pysparks_own_home(
+    pyspark_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv(ARCHIVE_VARIABLE, str(blocked / "cache"))
+    assert lean_home() is None
+    (pyspark_home / "jars" / JARS[1]).unlink()
+    monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "cache"))
+    assert lean_home() is None
+
+
+def test_a_callers_spark_home_is_kept(pyspark_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(HOME_VARIABLE, "/opt/spark")
+    use_lean_home()
+    assert os.environ[HOME_VARIABLE] == "/opt/spark"
+    monkeypatch.delenv(HOME_VARIABLE)
+    use_lean_home()
+    assert os.environ[HOME_VARIABLE] == str(lean_home())
+
+
+@pytest.mark.spark
+def test_the_local_session_has_no_mllib_extension(spark) -> None:
+    """The suite's own session started from the lean home: MLlib's session extension is not
+    on its classpath (the start it cost is what the lean home saves)."""
+    if not (Path(os.environ[HOME_VARIABLE]) / "jars").is_dir():
+        pytest.skip("no lean home for this install")
+    jvm = spark.sparkContext._jvm
+    loader = jvm.Thread.currentThread().getContextClassLoader()
+    with pytest.raises(Exception, match="ClassNotFoundException"):
+        jvm.java.lang.Class.forName(
+            "org.apache.spark.sql.ml.InternalFunctionRegistration", False, loader
+        )
+    assert spark.range(3).count() == 3
