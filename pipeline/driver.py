@@ -199,7 +199,7 @@ class ConnectionDriver:
         return out
 
     def _emit(self, table: str, rows: TableRows) -> None:
-        """``rows`` are taken over: a drain's are fresh lists."""
+        """``rows`` are taken over: a drain hands over containers it no longer holds."""
         if rows:
             held = self._out.get(table)
             if held is None:

@@ -43,8 +43,11 @@ FRAME_COLUMNS: tuple[str, ...] = (
 def headers_follow_list(headers: dict[str, str], header_list: list[tuple[str, str]]) -> bool:
     """Whether ``headers`` holds exactly the entries of ``header_list``, in its order (no name
     repeated): the writer then makes the headers map from the header list's arrays."""
+    if type(headers) is not dict or type(header_list) is not list:  # noqa: E721 - exact types
+        return False
     return len(headers) == len(header_list) and all(
-        entry == pair for entry, pair in zip(headers.items(), header_list, strict=True)
+        type(pair) is tuple and entry == pair  # noqa: E721
+        for entry, pair in zip(headers.items(), header_list, strict=True)
     )
 
 

@@ -1,4 +1,5 @@
-"""Row builders: one function per table row shape, columns exactly as in ``schemas/tables``.
+"""Row builders: one function per table row shape, columns exactly as in ``schemas/tables``
+(the frames table's rows are held as columns: `pipeline.session.frame_rows`).
 
 Rows carry ``date`` (UTC date of the table's main timestamp); the lake writer adds
 ``batch_id``.

@@ -23,7 +23,7 @@ compiled = pytest.importorskip("pipeline.session._frame_rows")
 T0 = 1_700_000_000_000_000_000
 
 # (headers, header_list): the writer may make the map from the list only where they agree
-ENTRIES: list[tuple[dict[str, str], Any, bool]] = [
+ENTRIES: list[tuple[Any, Any, bool]] = [
     ({"a": "1", "b": "2"}, [("a", "1"), ("b", "2")], True),
     ({}, [], True),
     ({"a": "1"}, [("a", "1"), ("a", "2")], False),  # a repeated name: the first is the header
@@ -31,6 +31,8 @@ ENTRIES: list[tuple[dict[str, str], Any, bool]] = [
     ({"a": "1"}, [("a", "x")], False),
     ({"a": "1"}, [["a", "1"]], False),  # lists, not tuples
     ({"a": "1"}, [("a", "1", "?")], False),
+    ({"a": "1"}, None, False),  # rows given as dicts may hold anything
+    (None, [("a", "1")], False),
 ]
 
 
