@@ -11,14 +11,20 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
+	mkdir -p build && touch $(COMPILED)
 
 # `pip install` builds the compiled hot paths (setup.py: the decoder's C; the Cython of the
-# capture scanner, the flow pass's loop and the session's streams); with no compiler the
-# pure-Python twins run instead.
-$(BIN)/stomp-lake: pipeline/stomp/_speedups.c pipeline/ingest/_scan.pyx pipeline/spark/_packet_loop.pyx \
-	pipeline/session/_streams.pyx setup.py
+# capture scanner, the flow pass's loop, the session's streams and frame rows, and of the
+# modules compiled from their own source, `pipeline.compiled.SOURCE_MODULES`); with no compiler
+# the pure-Python twins run instead. After an edit, only what changed is compiled again.
+COMPILED := build/compiled.stamp
+COMPILED_FROM := setup.py pipeline/stomp/_speedups.c $(wildcard pipeline/*/_*.pyx) \
+	$(shell sed -n 's/^    "\(pipeline\.[a-z_.]*\)",$$/\1/p' pipeline/compiled.py | tr . / | sed 's/$$/.py/')
+$(COMPILED): $(BIN)/stomp-lake $(COMPILED_FROM)
+	$(BIN)/python setup.py -q build_ext --inplace
+	touch $@
 
-venv: $(BIN)/stomp-lake
+venv: $(BIN)/stomp-lake $(COMPILED)
 
 # Airflow's own venv .venv-airflow from requirements-airflow.txt (instant when up to date)
 airflow:

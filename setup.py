@@ -8,13 +8,22 @@
   capture packet.
 * `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
   decoded frame.
+* `pipeline.compiled.SOURCE_MODULES` (Cython, from their own unchanged source): the session
+  model, the connection tracker and reassembler, the STOMP decoder; the source is imported
+  instead under STOMP_LAKE_PURE_PYTHON=1 or when it is newer than its build.
 
 All are optional: without a working compiler (or without Cython, for the second) the install
 still succeeds and the pure-Python twins run, as with STOMP_LAKE_PURE_PYTHON=1
 (`pipeline.compiled`).
 """
 
+import os
+import runpy
+
 from setuptools import Extension, setup
+
+# Read by path: importing the package would import its dependencies, which a build may not have.
+SOURCE_MODULES = runpy.run_path("pipeline/compiled.py")["SOURCE_MODULES"]
 
 extensions = [
     Extension(
@@ -60,6 +69,24 @@ else:
             ),
         ],
         compiler_directives={"language_level": "3"},
+    )
+    extensions += cythonize(
+        [
+            Extension(
+                name,
+                [name.replace(".", "/") + ".py"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            )
+            for name in SOURCE_MODULES
+        ],
+        build_dir="build/cython",  # the generated C, kept out of the source tree
+        nthreads=os.cpu_count() or 1,
+        compiler_directives={
+            "language_level": "3",
+            "binding": True,  # functions keep their signatures and docstrings, as in Python
+            "annotation_typing": False,  # type hints stay hints: Python's semantics, unchanged
+        },
     )
 
 setup(ext_modules=extensions)

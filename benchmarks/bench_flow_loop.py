@@ -6,18 +6,22 @@ Writes DIR/flow_loop.md and DIR/flow_loop.json (DIR defaults to benchmarks/resul
 The capture (benchmarks/traffic.py, broker-like connections, generated once under work/bench/)
 is read into flow pieces as the capture pass does; every round then feeds them, sorted as the
 pass sorts them, through one `FlowRunner` (reassembly, STOMP decoding, the session model, table
-rows; no Parquet; the garbage collector's threshold raised as in the pass), one core, five ways:
+rows; no Parquet; the garbage collector's threshold raised as in the pass), one core, six ways:
 
 - ``compiled``: as `stomp-lake run` runs it;
+- ``source_modules``: the modules compiled from their own source (`pipeline.compiled.
+  SOURCE_MODULES`: the session model, the reassembler, the decoder's state machine) imported as
+  source, every twin compiled; how the flow pass ran before they were compiled;
 - ``pure_python_loop``: the packet loop's pure-Python twin (`pipeline/spark/packet_loop.py`),
   everything else compiled;
 - ``pure_python_streams``: the session streams' pure-Python twin (`pipeline/session/streams.py`),
   everything else compiled;
-- ``pure_python``: every pure-Python twin (STOMP_LAKE_PURE_PYTHON=1: the loop and the decoder);
+- ``pure_python``: nothing compiled (STOMP_LAKE_PURE_PYTHON=1);
 - ``no_session_model``: compiled, with every frame and heart-beat decoded and passed over, but
   no session model and no rows: what is left when the session model costs nothing.
 
-The ratios are medians over rounds of the two times in the same round.
+The ratios are medians over rounds of the two times in the same round. The two ways that import
+modules as source run in a child process of their own (a module is imported once per process).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +54,47 @@ from pipeline.stomp.events import Frame, HeartBeat
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA = Path("work/bench")
-WAYS = ("compiled", "pure_python_loop", "pure_python_streams", "pure_python", "no_session_model")
+WAYS = (
+    "compiled",
+    "source_modules",
+    "pure_python_loop",
+    "pure_python_streams",
+    "pure_python",
+    "no_session_model",
+)
+AS_SOURCE = ("source_modules", "pure_python")  # ways run in a child process
+# The child: the source modules imported as source, then (``source_modules``) the twins' switch
+# turned back on.
+_CHILD = """
+import json, os, sys
+os.environ["{variable}"] = "1"
+from benchmarks import bench_flow_loop
+if sys.argv[1] == "source_modules":
+    del os.environ["{variable}"]
+print(json.dumps(bench_flow_loop.child(*sys.argv[1:])))
+"""
+
+
+def child(way: str, megabytes: str, data: str) -> tuple[float, int]:
+    """`flow_pass` of ``way`` in this process, on the capture `run` made."""
+    paths = [str(p) for p in generate_files(_spec(int(megabytes)), Path(data)).paths]
+    return flow_pass(paths, sorted_pieces(paths), way)
+
+
+def _in_child(way: str, megabytes: int, data: Path) -> tuple[float, int]:
+    code = _CHILD.format(variable=PURE_PYTHON_VARIABLE)
+    out = subprocess.run(
+        [sys.executable, "-c", code, way, str(megabytes), str(data)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    seconds, frames = json.loads(out.splitlines()[-1])
+    return seconds, frames
+
+
+def _spec(megabytes: int) -> TrafficSpec:
+    return TrafficSpec(total_bytes=megabytes * 1_000_000)
 
 
 def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
@@ -78,7 +124,9 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
     """Seconds to feed every piece through a `FlowRunner` and drain its rows; frames made
     (``no_session_model``: frames decoded)."""
     compiled_decoder = speedups.compiled
-    loop = packet_loop() if way in ("compiled", "no_session_model") else feed_packets
+    loop = (
+        packet_loop() if way in ("compiled", "source_modules", "no_session_model") else feed_packets
+    )
     original = flows.packet_loop
     original_process = SessionModel._process
     original_streams = model.implementation
@@ -116,8 +164,8 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
 
 
 def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
-    spec = TrafficSpec(total_bytes=megabytes * 1_000_000)
-    capture = generate_files(spec, data / f"flow-loop-{megabytes}mb")
+    folder = data / f"flow-loop-{megabytes}mb"
+    capture = generate_files(_spec(megabytes), folder)
     paths = [str(p) for p in capture.paths]
     size = sum(os.path.getsize(p) for p in paths)
     pieces = sorted_pieces(paths)
@@ -125,7 +173,10 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
     frames: dict[str, int] = {}
     for _ in range(repeat):
         for way in WAYS:
-            seconds, frames[way] = flow_pass(paths, pieces, way)
+            if way in AS_SOURCE:
+                seconds, frames[way] = _in_child(way, megabytes, folder)
+            else:
+                seconds, frames[way] = flow_pass(paths, pieces, way)
             times[way].append(seconds)
     if len(set(frames.values())) != 1:
         raise SystemExit(f"the ways made different frame counts: {frames}")
@@ -146,6 +197,7 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
         "seconds": {way: round(min(runs), 3) for way, runs in times.items()},
         "mb_per_s": {way: round(size / min(runs) / 1e6, 1) for way, runs in times.items()},
         "runs": {way: [round(t, 3) for t in runs] for way, runs in times.items()},
+        "compiled_vs_source_modules": ratio("source_modules"),
         "compiled_vs_pure_python_loop": ratio("pure_python_loop"),
         "compiled_vs_pure_python_streams": ratio("pure_python_streams"),
         "compiled_vs_pure_python": ratio("pure_python"),
@@ -181,6 +233,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "Time of the pure-Python way / the compiled one, median of per-round ratios: the "
+        f"modules compiled from their source {result['compiled_vs_source_modules']}x, the "
         f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, the session streams' "
         f"twin {result['compiled_vs_pure_python_streams']}x, every twin "
         f"{result['compiled_vs_pure_python']}x.",
@@ -191,7 +244,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, "
         "`pipeline/session/_streams.pyx`, `pipeline/session/_frame_rows.pyx`, the decoder's "
-        "`_speedups.c`); `pure_python_loop`: the "
+        "`_speedups.c`, and `pipeline.compiled.SOURCE_MODULES` compiled from their own source); "
+        "`source_modules`: those imported as source; `pure_python_loop`: the "
         "loop's twin `pipeline/spark/packet_loop.py`; `pure_python_streams`: the streams' twin "
         "`pipeline/session/streams.py`; "
         "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "

@@ -1,17 +1,59 @@
 """The package's optional compiled modules, and the switch that turns them off.
 
-`setup.py` builds them during `pip install` (a wheel has them). Each has a pure-Python twin that
-stays the readable reference and gives identical results; without a build, or with
-``STOMP_LAKE_PURE_PYTHON=1`` in the environment, `load` returns None and the twins run.
+`setup.py` builds them during `pip install` (a wheel has them). They are of two kinds:
+
+* Twins: a Cython or C module (`_scan`, `_packet_loop`, `_streams`, `_frame_rows`,
+  `_speedups`) beside a pure-Python module that stays the readable reference and gives
+  identical results; without a build, or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment,
+  `load` returns None and the twins run.
+* `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
+  model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
+  their own source, unchanged, into an extension module of the same name, which Python's import
+  prefers to the ``.py`` beside it. The source is its own reference: `SourceFinder` imports it
+  instead of the extension under ``STOMP_LAKE_PURE_PYTHON=1``, and wherever the ``.py`` is newer
+  than its extension (edited since the last build), so an edit is never shadowed by stale
+  compiled code.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
+import logging
 import os
+import sys
+from collections.abc import Sequence
 from types import ModuleType
 
 PURE_PYTHON_VARIABLE = "STOMP_LAKE_PURE_PYTHON"
+
+# Compiled from their own source by setup.py. None of them defines a function that Spark
+# pickles (a closure compiled by Cython cannot be pickled by value).
+SOURCE_MODULES = (
+    "pipeline.driver",
+    "pipeline.reassembly.connections",
+    "pipeline.reassembly.stream",
+    "pipeline.session.clock",
+    "pipeline.session.deliveries",
+    "pipeline.session.model",
+    "pipeline.session.negotiation",
+    "pipeline.session.outbox",
+    "pipeline.session.privacy",
+    "pipeline.session.protocol",
+    "pipeline.session.receipts",
+    "pipeline.session.rows",
+    "pipeline.session.streams",
+    "pipeline.session.transactions",
+    "pipeline.spark.pieces",
+    "pipeline.spark.task_counters",
+    "pipeline.stomp.decoder",
+    "pipeline.stomp.events",
+    "pipeline.stomp.fast_path",
+    "pipeline.stomp.headers",
+)
+
+_log = logging.getLogger(__name__)
 
 
 def load(module: str) -> ModuleType | None:
@@ -22,3 +64,51 @@ def load(module: str) -> ModuleType | None:
         return importlib.import_module(module)
     except ImportError:
         return None
+
+
+class SourceFinder:
+    """Finds `SOURCE_MODULES` as source instead of as their extension modules when pure Python
+    is asked for or when the source is newer than the extension; other modules are left to
+    Python's own finders."""
+
+    def __init__(self, modules: Sequence[str] = SOURCE_MODULES) -> None:
+        self.modules = frozenset(modules)
+        self.stale: list[str] = []  # modules imported as source because their build is older
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name not in self.modules:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+            return spec
+        built = spec.origin or ""
+        source = os.path.join(os.path.dirname(built), name.rpartition(".")[2] + ".py")
+        if not os.path.exists(source):
+            return spec
+        if not os.environ.get(PURE_PYTHON_VARIABLE):
+            if os.stat(source).st_mtime <= os.stat(built).st_mtime:
+                return spec
+            self.stale.append(name)
+            _log.warning(
+                "%s is newer than its build; importing the source (pip install -e .)", source
+            )
+        return importlib.util.spec_from_file_location(name, source)
+
+
+def install_source_finder() -> SourceFinder:
+    """`SourceFinder` ahead of Python's finders, once per process."""
+    for finder in sys.meta_path:
+        if isinstance(finder, SourceFinder):
+            return finder
+    finder = SourceFinder()
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def is_compiled(module: ModuleType) -> bool:
+    """Whether ``module`` was imported from an extension module."""
+    return isinstance(
+        getattr(module.__spec__, "loader", None), importlib.machinery.ExtensionFileLoader
+    )

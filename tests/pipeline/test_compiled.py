@@ -2,16 +2,24 @@
 without Spark (`fuzz.offline.run_offline`) is the same with the compiled capture scanner, flow
 pass loop, session streams and STOMP decoder as with STOMP_LAKE_PURE_PYTHON=1, on every capture
 the repository holds (the samples, the malformed corpus, the WebSocket and other real captures,
-the capture reader's fuzz regressions)."""
+the capture reader's fuzz regressions). The modules compiled from their own source are compared
+whole: a process importing them as source gives the same tables as this one, which imports them
+compiled."""
 
 from __future__ import annotations
 
+import importlib
+import os
+import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from fuzz.offline import run_offline
-from pipeline.compiled import PURE_PYTHON_VARIABLE
+from fuzz.offline import OfflineResult, run_offline
+from pipeline import compiled
+from pipeline.compiled import PURE_PYTHON_VARIABLE, SOURCE_MODULES, SourceFinder
 from pipeline.ingest.scan import new_scanner
 from pipeline.session import streams
 from pipeline.spark.packet_loop import feed_packets, packet_loop
@@ -23,6 +31,8 @@ def test_every_compiled_part_is_built() -> None:
     assert new_scanner() is not None and speedups.compiled is not None
     assert packet_loop() is not feed_packets
     assert streams.implementation() is not streams
+    for name in SOURCE_MODULES:
+        assert compiled.is_compiled(importlib.import_module(name)), name
 
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
@@ -34,3 +44,72 @@ def test_same_tables_compiled_and_pure_python(path: Path, monkeypatch: pytest.Mo
     assert pure.tables == compiled.tables
     assert pure.capture_anomalies == compiled.capture_anomalies
     assert pure.packets == compiled.packets
+
+
+def _outcome(run: OfflineResult) -> tuple[object, ...]:
+    return run.tables, run.capture_anomalies, run.packets
+
+
+_RUN_AS_SOURCE = """
+import pickle, sys
+from pipeline import compiled
+from fuzz.offline import run_offline
+from tests.pipeline.test_compiled import SOURCE_MODULES, _outcome, _split_bytes
+import importlib
+assert not any(compiled.is_compiled(importlib.import_module(m)) for m in SOURCE_MODULES)
+paths = sys.argv[1:-1]
+outcomes = [_outcome(run_offline([p], split_bytes=_split_bytes(p))) for p in paths]
+with open(sys.argv[-1], "wb") as out:
+    pickle.dump(outcomes, out)
+"""
+
+
+def _split_bytes(path: str) -> int:
+    return 1 + os.stat(path).st_size // 2
+
+
+def test_same_tables_with_every_module_compiled_and_as_source(tmp_path: Path) -> None:
+    paths = [str(p) for p in REPO_CAPTURES]
+    result = tmp_path / "as-source.pickle"
+    subprocess.run(
+        [sys.executable, "-c", _RUN_AS_SOURCE, *paths, str(result)],
+        cwd=REPO,
+        env={**os.environ, PURE_PYTHON_VARIABLE: "1"},
+        check=True,
+    )
+    as_source = pickle.loads(result.read_bytes())
+    for path, pure in zip(paths, as_source, strict=True):
+        assert pure == _outcome(run_offline([path], split_bytes=_split_bytes(path))), path
+
+
+def test_source_modules_import_as_source_when_pure_python_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    finder = SourceFinder()
+    name = "pipeline.session.model"
+    package = importlib.import_module("pipeline.session").__path__
+    spec = finder.find_spec(name, package)
+    assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
+    monkeypatch.setenv(PURE_PYTHON_VARIABLE, "1")
+    spec = finder.find_spec(name, package)
+    assert spec is not None and spec.origin == str(REPO / "pipeline/session/model.py")
+    assert finder.find_spec("pipeline.session.options", package) is None  # not compiled
+    assert finder.stale == []
+
+
+def test_a_source_newer_than_its_build_is_imported_as_source(tmp_path: Path) -> None:
+    package = tmp_path / "package"
+    package.mkdir()
+    built = importlib.import_module("pipeline.session.clock").__file__
+    assert built is not None and built.endswith(".so")
+    (package / Path(built).name).write_bytes(Path(built).read_bytes())
+    source = package / "clock.py"
+    source.write_text("STAMP = 'edited'\n")
+    finder = SourceFinder(["pipeline.session.clock"])
+    os.utime(source, (0, 0))  # older than the build
+    spec = finder.find_spec("pipeline.session.clock", [str(package)])
+    assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
+    os.utime(source)  # edited after the build
+    spec = finder.find_spec("pipeline.session.clock", [str(package)])
+    assert spec is not None and spec.origin == str(source)
+    assert finder.stale == ["pipeline.session.clock"]
