@@ -71,14 +71,19 @@ os.environ["{variable}"] = "1"
 from benchmarks import bench_flow_loop
 if sys.argv[1] == "source_modules":
     del os.environ["{variable}"]
+    from pipeline.stomp import speedups
+    speedups.compiled = speedups.load()  # read once, as the decoder's module was imported
 print(json.dumps(bench_flow_loop.child(*sys.argv[1:])))
 """
 
 
 def child(way: str, megabytes: str, data: str) -> tuple[float, int]:
-    """`flow_pass` of ``way`` in this process, on the capture `run` made."""
+    """`flow_pass` of ``way`` in this process, on the capture `run` made: the second of two,
+    as the ways run in the parent meet modules and pools already warm."""
     paths = [str(p) for p in generate_files(_spec(int(megabytes)), Path(data)).paths]
-    return flow_pass(paths, sorted_pieces(paths), way)
+    pieces = sorted_pieces(paths)
+    flow_pass(paths, pieces, way)
+    return flow_pass(paths, pieces, way)
 
 
 def _in_child(way: str, megabytes: int, data: Path) -> tuple[float, int]:

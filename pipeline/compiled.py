@@ -10,9 +10,9 @@
   model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
   their own source, unchanged, into an extension module of the same name, which Python's import
   prefers to the ``.py`` beside it. The source is its own reference: `SourceFinder` imports it
-  instead of the extension under ``STOMP_LAKE_PURE_PYTHON=1``, and wherever the ``.py`` is newer
-  than its extension (edited since the last build), so an edit is never shadowed by stale
-  compiled code.
+  instead of the extension under ``STOMP_LAKE_PURE_PYTHON=1``, and, in a source checkout,
+  wherever the ``.py`` is newer than its extension (edited since the last build), so an edit is
+  never shadowed by stale compiled code.
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ SOURCE_MODULES = (
     "pipeline.stomp.headers",
 )
 
+# The package runs from a source checkout (setup.py beside it), not from an installed wheel.
+CHECKOUT = os.path.exists(os.path.join(os.path.dirname(os.path.dirname(__file__)), "setup.py"))
+
 _log = logging.getLogger(__name__)
 
 
@@ -71,8 +74,13 @@ class SourceFinder:
     is asked for or when the source is newer than the extension; other modules are left to
     Python's own finders."""
 
-    def __init__(self, modules: Sequence[str] = SOURCE_MODULES) -> None:
+    def __init__(
+        self, modules: Sequence[str] = SOURCE_MODULES, *, checkout: bool = CHECKOUT
+    ) -> None:
         self.modules = frozenset(modules)
+        # Builds are compared with their sources only in a source checkout (an editable
+        # install): an installed wheel writes its files in no particular order.
+        self.checkout = checkout
         self.stale: list[str] = []  # modules imported as source because their build is older
 
     def find_spec(
@@ -88,7 +96,7 @@ class SourceFinder:
         if not os.path.exists(source):
             return spec
         if not os.environ.get(PURE_PYTHON_VARIABLE):
-            if os.stat(source).st_mtime <= os.stat(built).st_mtime:
+            if not self.checkout or os.stat(source).st_mtime <= os.stat(built).st_mtime:
                 return spec
             self.stale.append(name)
             _log.warning(

@@ -105,7 +105,7 @@ def test_a_source_newer_than_its_build_is_imported_as_source(tmp_path: Path) -> 
     (package / Path(built).name).write_bytes(Path(built).read_bytes())
     source = package / "clock.py"
     source.write_text("STAMP = 'edited'\n")
-    finder = SourceFinder(["pipeline.session.clock"])
+    finder = SourceFinder(["pipeline.session.clock"], checkout=True)
     os.utime(source, (0, 0))  # older than the build
     spec = finder.find_spec("pipeline.session.clock", [str(package)])
     assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
@@ -113,3 +113,7 @@ def test_a_source_newer_than_its_build_is_imported_as_source(tmp_path: Path) -> 
     spec = finder.find_spec("pipeline.session.clock", [str(package)])
     assert spec is not None and spec.origin == str(source)
     assert finder.stale == ["pipeline.session.clock"]
+    installed = SourceFinder(["pipeline.session.clock"], checkout=False)  # a wheel's files
+    spec = installed.find_spec("pipeline.session.clock", [str(package)])
+    assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
+    assert compiled.CHECKOUT  # the tests run from the repository
