@@ -18,8 +18,13 @@ from pathlib import Path
 import pytest
 
 from fuzz.offline import OfflineResult, run_offline
-from pipeline import compiled
-from pipeline.compiled import PURE_PYTHON_VARIABLE, SOURCE_MODULES, SourceFinder
+from pipeline.compiled import (
+    CHECKOUT,
+    PURE_PYTHON_VARIABLE,
+    SOURCE_MODULES,
+    SourceFinder,
+    is_compiled,
+)
 from pipeline.ingest.scan import new_scanner
 from pipeline.session import streams
 from pipeline.spark.packet_loop import feed_packets, packet_loop
@@ -32,7 +37,7 @@ def test_every_compiled_part_is_built() -> None:
     assert packet_loop() is not feed_packets
     assert streams.implementation() is not streams
     for name in SOURCE_MODULES:
-        assert compiled.is_compiled(importlib.import_module(name)), name
+        assert is_compiled(importlib.import_module(name)), name
 
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
@@ -116,4 +121,4 @@ def test_a_source_newer_than_its_build_is_imported_as_source(tmp_path: Path) -> 
     installed = SourceFinder(["pipeline.session.clock"], checkout=False)  # a wheel's files
     spec = installed.find_spec("pipeline.session.clock", [str(package)])
     assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
-    assert compiled.CHECKOUT  # the tests run from the repository
+    assert CHECKOUT  # the tests run from the repository
