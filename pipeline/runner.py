@@ -336,10 +336,7 @@ def _run_batch(
             batch_id=batch_id,
         )
         state = carried.read_carried(spark, lake)
-        # One flow task a core, in one wave: against two a core, no second wave's tail and half
-        # the tasks' own costs (a writer and a file per table each). Alternated runs: 2.26 GB
-        # 22.5 -> 22.1 s, 100 connections of 10 MB 14.4 -> 14.1 s, 0.58 GB unchanged.
-        partitions = max(2, spark.sparkContext.defaultParallelism)
+        partitions = max(2, spark.sparkContext.defaultParallelism * 2)
         progress("stage 2/4: decoding sessions, staging tables")
         _figures(progress, counters.decoding)
         flow_rows = flow_pass(packets, state, runner, partitions, counters)
