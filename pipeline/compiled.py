@@ -61,7 +61,7 @@ _log = logging.getLogger(__name__)
 
 def load(module: str) -> ModuleType | None:
     """The compiled module ``module``, or None (not built, or pure Python asked for)."""
-    if os.environ.get(PURE_PYTHON_VARIABLE):
+    if pure_python_asked():
         return None
     try:
         return importlib.import_module(module)
@@ -69,10 +69,14 @@ def load(module: str) -> ModuleType | None:
         return None
 
 
+def pure_python_asked() -> bool:
+    return bool(os.environ.get(PURE_PYTHON_VARIABLE))
+
+
 class SourceFinder:
     """Finds `SOURCE_MODULES` as source instead of as their extension modules when pure Python
-    is asked for or when the source is newer than the extension; other modules are left to
-    Python's own finders."""
+    is asked for or, in a source checkout, when the source is newer than the extension; other
+    modules are left to Python's own finders."""
 
     def __init__(
         self, modules: Sequence[str] = SOURCE_MODULES, *, checkout: bool = CHECKOUT
@@ -95,12 +99,12 @@ class SourceFinder:
         source = os.path.join(os.path.dirname(built), name.rpartition(".")[2] + ".py")
         if not os.path.exists(source):
             return spec
-        if not os.environ.get(PURE_PYTHON_VARIABLE):
+        if not pure_python_asked():
             if not self.checkout or os.stat(source).st_mtime <= os.stat(built).st_mtime:
                 return spec
             self.stale.append(name)
             _log.warning(
-                "%s is newer than its build; importing the source (pip install -e .)", source
+                "%s is newer than its build; importing the source (make venv builds it)", source
             )
         return importlib.util.spec_from_file_location(name, source)
 

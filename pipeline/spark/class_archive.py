@@ -124,12 +124,18 @@ def _spark_jars() -> Path | None:
     home = os.environ.get("SPARK_HOME")
     if home and (Path(home) / "jars").is_dir():
         return Path(home) / "jars"
+    installed = pyspark_home()
+    return None if installed is None else installed / "jars"
+
+
+def pyspark_home() -> Path | None:
+    """The installed PySpark's own Spark home (its package folder), when it holds Spark's jars."""
     try:
         import pyspark
     except ImportError:
         return None
-    jars = Path(pyspark.__file__).parent / "jars"
-    return jars if jars.is_dir() else None
+    home = Path(pyspark.__file__).resolve().parent
+    return home if (home / "jars").is_dir() else None
 
 
 def main(argv: list[str] | None = None) -> int:

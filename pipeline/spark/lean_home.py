@@ -20,7 +20,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from pipeline.spark.class_archive import archive_dir
+from pipeline.spark.class_archive import archive_dir, pyspark_home
 
 LEFT_OUT = "spark-mllib_"  # not spark-mllib-local_ (linear algebra, no session extension)
 HOME_VARIABLE = "SPARK_HOME"
@@ -38,7 +38,7 @@ def use_lean_home() -> None:
 def lean_home() -> Path | None:
     """The lean home of this PySpark install, made if need be; None when PySpark has no such
     jar or the folder cannot be made (Spark then starts from PySpark's own home)."""
-    source = _pyspark_home()
+    source = pyspark_home()
     if source is None:
         return None
     jars = sorted(path.name for path in (source / "jars").glob("*.jar"))
@@ -73,12 +73,3 @@ def _link(source: Path, home: Path) -> None:
     for jar in (source / "jars").iterdir():
         if not jar.name.startswith(LEFT_OUT):
             (home / "jars" / jar.name).symlink_to(jar)
-
-
-def _pyspark_home() -> Path | None:
-    try:
-        import pyspark
-    except ImportError:
-        return None
-    home = Path(pyspark.__file__).resolve().parent
-    return home if (home / "jars").is_dir() else None

@@ -26,7 +26,7 @@ def pyspark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / "bin" / "spark-submit").write_text("#!/bin/sh\n")
     for jar in JARS:
         (home / "jars" / jar).write_bytes(jar.encode())
-    monkeypatch.setattr(module, "_pyspark_home", lambda: home)
+    monkeypatch.setattr(module, "pyspark_home", lambda: home)
     monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.delenv(HOME_VARIABLE, raising=False)
     return home
