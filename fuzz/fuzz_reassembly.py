@@ -103,6 +103,7 @@ def check_tracker(items: list[TcpPacket], blob: bytes) -> None:
                 continue
             assert stream.pending_bytes <= MAX_PENDING
             assert len(stream._history) <= 2 * HISTORY + 255  # noqa: SLF001 - bounds are the point
+            assert stream._history.held <= 4 * HISTORY + 255  # noqa: SLF001
             assert len(stream._holes) <= len(items)  # noqa: SLF001
     events += tracker.flush()
     opened = closed = 0

@@ -13,9 +13,11 @@ from pipeline.reassembly.stream import (
     SYN,
     Conflict,
     Data,
+    DeliveredTail,
     Gap,
     StreamEvent,
     StreamReassembler,
+    _kept_after,
     continues,
 )
 
@@ -230,6 +232,7 @@ def test_memory_stays_bounded_when_a_big_stream_has_an_early_hole() -> None:
                 delivered += len(event.data)
         assert r.pending_bytes <= 1 << 20
         assert len(r._history) <= 2 * (1 << 16)  # noqa: SLF001
+        assert r._history.held <= 4 * (1 << 16)  # noqa: SLF001
     assert delivered > 12_000_000
 
 
@@ -268,6 +271,54 @@ def test_state_survives_pickling_midway() -> None:
     events += restored.add(ISN + 4, b"def", 3)
     assert data_of(events) == b"abcdefghi"
     assert restored.offset == 9
+
+
+def test_pickled_state_keeps_the_tail_as_a_bytearray_of_its_bytes() -> None:
+    """Carried state keeps its version: the tail pickles as the bytearray it was before
+    `DeliveredTail`, and such a state loads."""
+    r = StreamReassembler(ISN, history_bytes=8)
+    feed(r, [(ISN + 1, b"abcdefghij"), (ISN + 11, b"klm")])
+    _, slots = r.__getstate__()
+    assert r.__reduce_ex__(5)[2] == (None, slots)  # what pickle saves
+    assert slots["_history"] == bytearray(b"cdefghijklm")
+    assert set(slots) == set(StreamReassembler.__slots__)
+    restored = pickle.loads(pickle.dumps(r))
+    assert bytes(restored._history) == b"cdefghijklm"  # noqa: SLF001
+    assert restored.add(ISN + 10, b"JK", 3) == [Conflict(9, 2, 3)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=3000), st.booleans(), st.booleans()),
+        max_size=60,
+    ),
+    limit=st.integers(min_value=1, max_value=700),
+)
+def test_tail_keeps_what_one_bytearray_would(
+    steps: list[tuple[int, bool, bool]], limit: int
+) -> None:
+    """`DeliveredTail` against the reference it replaced: one bytearray, cut and extended."""
+    tail, reference = DeliveredTail(), bytearray()
+    rng = random.Random(limit)
+    for size, mutable, clear in steps:
+        if clear:
+            tail.clear()
+            reference.clear()
+            continue
+        payload = rng.randbytes(size)
+        data: bytes | bytearray = bytearray(payload) if mutable else payload
+        kept = _kept_after(len(reference), size, limit)
+        tail.keep(data, kept)
+        if isinstance(data, bytearray):
+            data[:] = bytes(len(data))  # the caller's buffer changes: the tail must not
+        reference = (reference + payload)[len(reference) + size - kept :]
+        assert len(tail) == kept
+        assert bytes(tail) == reference
+        assert tail.held <= 4 * limit
+        lo = rng.randint(0, kept)
+        hi = rng.randint(lo, kept)
+        assert tail.between(lo, hi) == reference[lo:hi]
 
 
 def test_flush_twice_is_harmless() -> None:
