@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 from pipeline.ingest import CaptureAnomaly, CaptureReader, CaptureSplit, TcpPacket, split_capture
 from pipeline.ingest.scan import new_scanner
 from pipeline.spark.pieces import Piece, PieceBuilder, flow_key
+from pipeline.spark.placement import heaviest
 
 __all__ = [
     "PIECE_SCHEMA",
@@ -44,7 +46,8 @@ PIECE_SCHEMA = pa.schema(
         ("record_offset", pa.int64()),  # ... and its record; an anomaly's offset
         ("packet_count", pa.int32()),
         ("packets", pa.binary()),  # PACKET_DTYPE records
-        ("detail", pa.string()),  # anomaly kind and detail, or stats as JSON
+        ("detail", pa.string()),  # anomaly kind and detail, or stats as JSON (with the
+        # split's heaviest flows: `pipeline.spark.placement`)
     ]
 )
 
@@ -121,6 +124,7 @@ def read_split(
     held = 0
     side: list[tuple[str, int | None, str]] = []
     window = CaptureWindow()
+    flow_packets: Counter[str] = Counter()  # for the flow pass's placement
     for item in reader.scan():
         if isinstance(item, CaptureAnomaly):
             side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
@@ -133,15 +137,23 @@ def read_split(
             builder.add_scanned(item)
             item.clear()
         if held >= piece_packets:
-            yield window.widened_by(list(builder.pieces()))
+            yield window.widened_by(_counted(builder.pieces(), flow_packets))
             held = 0
     reader.close()
     if held:
-        yield window.widened_by(list(builder.pieces()))
-    side.append(("stats", None, json.dumps({**asdict(reader.stats), **asdict(window)})))
+        yield window.widened_by(_counted(builder.pieces(), flow_packets))
+    stats = {**asdict(reader.stats), **asdict(window), "flows": heaviest(flow_packets)}
+    side.append(("stats", None, json.dumps(stats)))
     yield _side_batch(file_id, side)
     if counters is not None:
         counters.split_read(file_id, split.end - split.start, reader.stats.packets)
+
+
+def _counted(pieces: Iterable[Piece], flow_packets: Counter[str]) -> list[Piece]:
+    listed = list(pieces)
+    for piece in listed:
+        flow_packets[piece.key] += len(piece.packets)
+    return listed
 
 
 def read_paths(

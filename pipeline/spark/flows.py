@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as default
 from typing import TYPE_CHECKING
@@ -311,12 +311,17 @@ def flow_pass(
     config: RunnerConfig,
     partitions: int,
     task_counters: TaskCounters | None = None,
+    cuts: Sequence[int] | None = None,
 ) -> DataFrame:
     """flow pieces (+ carried state rows) -> table files in `config.table_dirs`, and file,
     counter and state rows; see the module docstring. `task_counters` (progress) are added to
-    as each task ends."""
+    as each task ends. `cuts`: the ``partitions - 1`` flow hashes where one task's flows end
+    and the next one's begin (`pipeline.spark.placement.ranges`); without them, flows go to
+    tasks by hash."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pipeline.spark.placement import route
 
     config.table_folders()  # refused here rather than in every task
 
@@ -325,15 +330,18 @@ def flow_pass(
     )
     if state is not None:
         stream = stream.unionByName(state, allowMissingColumns=True)
+    columns = stream.columns
     # A 64-bit hash first: flow keys share long prefixes ("10.0.0.1|..."), which defeats the
     # sort's 8-byte key prefixes; the key itself still splits the (rare) hash collisions.
+    stream = stream.withColumn("flow_hash", F.xxhash64("flow_key"))
+    routed = route(F.col("flow_hash"), cuts) if cuts is not None else F.col("flow_hash")
     stream = (
-        stream.withColumn("flow_hash", F.xxhash64("flow_key"))
-        .repartition(partitions, "flow_hash")
+        stream.withColumn("route", routed)
+        .repartition(partitions, "route")
         .sortWithinPartitions(
             "flow_hash", "flow_key", F.col("ts_ns").asc_nulls_first(), "file_id", "record_offset"
         )
-        .drop("flow_hash")
+        .select(*columns)
     )
     return stream.mapInArrow(
         lambda it: run_partition(it, config, task_counters), from_arrow_schema(output_schema())

@@ -10,12 +10,16 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def capture_stats(packets: DataFrame) -> dict[str, int]:
-    """Counters summed over the capture files, and the capture window (``capture_first_ns``,
-    ``capture_last_ns``: the first and last TCP packet's times) when there were TCP packets."""
+def capture_stats(packets: DataFrame) -> tuple[dict[str, int], Counter[str]]:
+    """Counters summed over the capture files, with the capture window (``capture_first_ns``,
+    ``capture_last_ns``: the first and last TCP packet's times) when there were TCP packets;
+    and the packets of the flows the splits reported (`pipeline.spark.placement`)."""
+    from pipeline.spark.placement import flow_weights
+
     totals: Counter[str] = Counter()
     firsts: list[int] = []
     lasts: list[int] = []
+    reports = []
     for row in packets.where("record_type = 'stats'").select("detail").collect():
         stats = json.loads(row.detail)
         for key in ("packets", "tcp_packets", "snaplen_cut", "bytes", "payload_bytes"):
@@ -25,8 +29,9 @@ def capture_stats(packets: DataFrame) -> dict[str, int]:
         if stats.get("first_ts_ns") is not None:
             firsts.append(stats["first_ts_ns"])
             lasts.append(stats["last_ts_ns"])
+        reports.append(stats.get("flows", []))
     window = {"capture_first_ns": min(firsts), "capture_last_ns": max(lasts)} if firsts else {}
-    return {**totals, **window}
+    return {**totals, **window}, flow_weights(reports)
 
 
 def flow_output(tagged: DataFrame) -> tuple[dict[str, list[str]], dict[str, Any]]:

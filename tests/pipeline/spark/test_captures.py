@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,8 @@ def test_pieces_hold_every_packet_the_reader_yields_and_one_stats_row() -> None:
         assert detail["tcp_packets"] == len(packets)
         times = [p.ts_ns for p in packets]
         assert (detail["first_ts_ns"], detail["last_ts_ns"]) == (min(times), max(times))
+        by_flow = Counter(flow_key(p.src_ip, p.src_port, p.dst_ip, p.dst_port) for p in packets)
+        assert {key: count for key, count in detail["flows"]} == by_flow  # few flows: all
 
 
 def test_a_file_without_tcp_packets_has_no_capture_window() -> None:

@@ -40,7 +40,8 @@ from pipeline.spark.flows import (
     output_schema,
     run_partition,
 )
-from pipeline.spark.summary import flow_output
+from pipeline.spark.placement import ranges
+from pipeline.spark.summary import capture_stats, flow_output
 from pipeline.spark.table_files import TableFileWriter, file_schema
 from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
@@ -446,6 +447,22 @@ def test_the_listing_order_of_the_files_changes_nothing(spark, job, capture, tmp
 
     assert frames(again) == frames(job)
     assert len(again.tables["anomalies"]) == len(job.tables["anomalies"])
+
+
+def test_flows_placed_by_hash_ranges_make_the_tables_hashing_makes(
+    spark, job, capture, tmp_path
+) -> None:
+    _whole, parts, _truths = capture
+    names = [str(p) for p in parts]
+    packets = packets_frame(spark, names)
+    stats, weights = capture_stats(packets)
+    cuts = ranges(weights, stats["tcp_packets"], PARTITIONS)
+    config = staged_config(names, tmp_path, options=OPTIONS, close_open=True)
+    tables = read_back(spark, config, flow_pass(packets, None, config, PARTITIONS, cuts=cuts))
+    for name, frame in tables.items():
+        placed = sorted(repr(sorted(r.asDict().items())) for r in frame.collect())
+        hashed = sorted(repr(sorted(r.items())) for r in job.tables[name])
+        assert placed == hashed, name
 
 
 def test_the_pass_writes_each_table_with_its_columns_and_the_batch(

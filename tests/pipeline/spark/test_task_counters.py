@@ -31,7 +31,7 @@ def test_the_tasks_figures_reach_the_driver(spark, tmp_path: Path) -> None:
     assert counters.decoding() == "0 flows, 0 frames, 0 table files"
 
     packets = packets_frame(spark, paths, SPLIT_BYTES, counters=counters).persist()
-    stats = capture_stats(packets)
+    stats, _ = capture_stats(packets)
     assert counters.packets.value == stats["packets"] > 0
     assert counters.bytes_per_file.value == dict(enumerate(sizes))
     total = human_bytes(sum(sizes))
