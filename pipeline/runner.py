@@ -299,7 +299,7 @@ def _run_batch(
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
     from pipeline.spark.placement import ranges
-    from pipeline.spark.summary import capture_stats, flow_output
+    from pipeline.spark.summary import capture_summary, flow_output
     from pipeline.spark.table_files import write_table_rows
     from pipeline.spark.task_counters import TaskCounters
 
@@ -325,7 +325,8 @@ def _run_batch(
     # GX is imported for the gate meanwhile (see pipeline.validation.preload).
     with preloading(config.validate):
         # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
-        stats, flow_weights = capture_stats(packets)
+        summary = capture_summary(packets)
+        stats = summary.stats
         # The flow pass's tasks write the tables' Parquet into these folders themselves.
         folders = staging_folders(lake, batch_id, schemas.TABLES)
         runner = RunnerConfig(
@@ -338,13 +339,13 @@ def _run_batch(
         )
         state = carried.read_carried(spark, lake)
         partitions = max(2, spark.sparkContext.defaultParallelism * 2)
-        cuts = ranges(flow_weights, stats.get("tcp_packets", 0), partitions)
+        cuts = ranges(summary.flow_weights, stats.get("tcp_packets", 0), partitions)
         progress("stage 2/4: decoding sessions, staging tables")
         _figures(progress, counters.decoding)
         flow_rows = flow_pass(packets, state, runner, partitions, counters, cuts)
         flow_rows = flow_rows.persist(StorageLevel.MEMORY_AND_DISK)
         written, counts = flow_output(flow_rows)
-        capture_rows = capture_anomaly_rows(packets, paths)
+        capture_rows = capture_anomaly_rows(summary.anomalies, paths)
         anomalies_dir = str(folders["anomalies"] / "parquet")
         for extra in write_table_rows("anomalies", capture_rows, anomalies_dir, batch_id):
             written.setdefault("anomalies", []).append(extra.path)

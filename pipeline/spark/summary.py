@@ -4,23 +4,39 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def capture_stats(packets: DataFrame) -> tuple[dict[str, int], Counter[str]]:
+@dataclass(slots=True)
+class CaptureSummary:
+    """What the capture pass tells the driver, from its stats and anomaly rows (one job)."""
+
+    stats: dict[str, int]  # counters summed over the files, and the capture window
+    flow_weights: Counter[str]  # packets of the flows the splits reported (placement)
+    anomalies: list[tuple[int, int | None, str]]  # (file_id, record offset, "kind: detail")
+
+
+def capture_summary(packets: DataFrame) -> CaptureSummary:
     """Counters summed over the capture files, with the capture window (``capture_first_ns``,
     ``capture_last_ns``: the first and last TCP packet's times) when there were TCP packets;
-    and the packets of the flows the splits reported (`pipeline.spark.placement`)."""
+    the packets of the flows the splits reported (`pipeline.spark.placement`); and the bad
+    records met (one per bad record: bounded by the input's records, never by its bytes)."""
     from pipeline.spark.placement import flow_weights
 
     totals: Counter[str] = Counter()
     firsts: list[int] = []
     lasts: list[int] = []
     reports = []
-    for row in packets.where("record_type = 'stats'").select("detail").collect():
+    anomalies = []
+    side = packets.where("record_type IN ('stats', 'anomaly')")
+    for row in side.select("record_type", "file_id", "record_offset", "detail").collect():
+        if row.record_type == "anomaly":
+            anomalies.append((row.file_id, row.record_offset, row.detail))
+            continue
         stats = json.loads(row.detail)
         for key in ("packets", "tcp_packets", "snaplen_cut", "bytes", "payload_bytes"):
             totals[key] += stats.get(key, 0)
@@ -31,7 +47,7 @@ def capture_stats(packets: DataFrame) -> tuple[dict[str, int], Counter[str]]:
             lasts.append(stats["last_ts_ns"])
         reports.append(stats.get("flows", []))
     window = {"capture_first_ns": min(firsts), "capture_last_ns": max(lasts)} if firsts else {}
-    return {**totals, **window}, flow_weights(reports)
+    return CaptureSummary({**totals, **window}, flow_weights(reports), anomalies)
 
 
 def flow_output(tagged: DataFrame) -> tuple[dict[str, list[str]], dict[str, Any]]:

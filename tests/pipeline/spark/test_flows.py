@@ -41,7 +41,7 @@ from pipeline.spark.flows import (
     run_partition,
 )
 from pipeline.spark.placement import ranges
-from pipeline.spark.summary import capture_stats, flow_output
+from pipeline.spark.summary import capture_summary, flow_output
 from pipeline.spark.table_files import TableFileWriter, file_schema
 from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
@@ -455,8 +455,8 @@ def test_flows_placed_by_hash_ranges_make_the_tables_hashing_makes(
     _whole, parts, _truths = capture
     names = [str(p) for p in parts]
     packets = packets_frame(spark, names)
-    stats, weights = capture_stats(packets)
-    cuts = ranges(weights, stats["tcp_packets"], PARTITIONS)
+    summary = capture_summary(packets)
+    cuts = ranges(summary.flow_weights, summary.stats["tcp_packets"], PARTITIONS)
     config = staged_config(names, tmp_path, options=OPTIONS, close_open=True)
     tables = read_back(spark, config, flow_pass(packets, None, config, PARTITIONS, cuts=cuts))
     for name, frame in tables.items():

@@ -11,7 +11,7 @@ import pytest
 import schemas
 from pipeline.spark.captures import packets_frame
 from pipeline.spark.flows import RunnerConfig, flow_pass
-from pipeline.spark.summary import capture_stats, flow_output
+from pipeline.spark.summary import capture_summary, flow_output
 from pipeline.spark.task_counters import TaskCounters, human_bytes, human_count
 from tests.conftest import SAMPLES
 
@@ -31,7 +31,7 @@ def test_the_tasks_figures_reach_the_driver(spark, tmp_path: Path) -> None:
     assert counters.decoding() == "0 flows, 0 frames, 0 table files"
 
     packets = packets_frame(spark, paths, SPLIT_BYTES, counters=counters).persist()
-    stats, _ = capture_stats(packets)
+    stats = capture_summary(packets).stats
     assert counters.packets.value == stats["packets"] > 0
     assert counters.bytes_per_file.value == dict(enumerate(sizes))
     total = human_bytes(sum(sizes))
