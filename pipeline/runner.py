@@ -354,6 +354,9 @@ def _run_batch(
         staged = stage_written(spark, lake, batch_id, folders, written)
     packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
+    # The state rows of the connections left open, for the next batch; None when none is open
+    # (no Spark job to write nothing).
+    carried_rows = flow_rows.where(f"kind = '{STATE_KIND}'") if counts["open_connections"] else None
     report = None
     if config.validate:
         mark = time.monotonic()
@@ -362,7 +365,10 @@ def _run_batch(
         progress("stage 3/4: validating")
         suites = Tally("suites", len(SUITE_NAMES))
         _figures(progress, suites.describe)
-        open_sessions = flow_rows.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
+        open_sessions = None
+        if counts["open_connections"]:
+            kept = flow_rows.where(f"kind = '{STATE_KIND}' AND open_session_id IS NOT NULL")
+            open_sessions = kept.selectExpr("open_session_id AS session_id")
         try:
             report = validate_batch(
                 spark,
@@ -370,7 +376,7 @@ def _run_batch(
                 batch_id,
                 staged.frames,
                 counts,
-                open_sessions=open_sessions.selectExpr("open_session_id AS session_id"),
+                open_sessions=open_sessions,
                 suite_done=suites.update,
                 local_files=staged.local_files() if validates_on_duckdb(config) else None,
             )
@@ -378,7 +384,7 @@ def _run_batch(
             # Kept aside, not lost: the quarantine holds the tables; the files and the open
             # connections move on so later batches are not held up by this one.
             discard_tables(staged)
-            _finish(lake, ledger, batch_id, files, flow_rows, STATE_KIND)
+            _finish(lake, ledger, batch_id, files, carried_rows)
             raise
         finally:
             timings["validate"] = _lap(mark)
@@ -390,7 +396,7 @@ def _run_batch(
     tables = Tally("tables", len(staged.staged) + len(staged.computed))
     _figures(progress, tables.describe)
     versions = commit_tables(staged, tables.update)
-    _finish(lake, ledger, batch_id, files, flow_rows, STATE_KIND)
+    _finish(lake, ledger, batch_id, files, carried_rows)
     flow_rows.unpersist()
     timings["commit"] = _lap(mark)
     result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
@@ -414,12 +420,12 @@ def _finish(
     ledger: Ledger,
     batch_id: str,
     files: tuple[FileFingerprint, ...],
-    flow_rows: Any,
-    state_kind: str,
+    carried_rows: Any,
 ) -> None:
-    """Carried state, ledger, state pointer, end mark: in this order, so a re-run after a crash
-    anywhere starts from the same state."""
-    carried.write_carried(flow_rows.where(f"kind = '{state_kind}'"), lake, batch_id)
+    """Carried state (``carried_rows``, None when no connection is left open), ledger, state
+    pointer, end mark: in this order, so a re-run after a crash anywhere starts from the same
+    state."""
+    carried.write_carried(carried_rows, lake, batch_id)
     failpoint("run.carried_written")
     ledger.record(files, batch_id)
     failpoint("run.ledger_recorded")

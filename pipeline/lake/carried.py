@@ -9,6 +9,7 @@ after a crash starts from the same state as its first attempt.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,9 +47,15 @@ def read_carried(spark: SparkSession, lake: Lake) -> DataFrame | None:
     )
 
 
-def write_carried(state_rows: DataFrame, lake: Lake, batch_id: str) -> None:
+def write_carried(state_rows: DataFrame | None, lake: Lake, batch_id: str) -> None:
+    """The batch's state rows (flow_key, state), or no rows (None: no connection was left
+    open, known without a Spark job; the folder is left empty, which reads as no state)."""
     folder = _root(lake) / batch_id
-    state_rows.select("flow_key", "state").write.mode("overwrite").parquet(str(folder))
+    if state_rows is None:
+        shutil.rmtree(folder, ignore_errors=True)  # as the writer's overwrite
+        make_private_dir(folder, SECRET_DIR_MODE)
+    else:
+        state_rows.select("flow_key", "state").write.mode("overwrite").parquet(str(folder))
     _make_secret(folder)
 
 

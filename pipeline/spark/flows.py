@@ -238,6 +238,7 @@ def _partition(
             if kind != STATE_KIND:
                 write(kind, rows)
             elif rows:
+                counters.carried += len(rows)
                 yield _state_batch(schema, list(rows), keys)
 
     runner = FlowRunner(config, spill)
@@ -261,6 +262,7 @@ class RunCounters:
     frames_by_command: Counter[str] = default(default_factory=Counter)
     gap_bytes: int = 0
     violations: int = 0
+    carried: int = 0  # connections still open, whose state rows the task output
 
     def add(self, table: str, rows: TableRows) -> None:
         if isinstance(rows, FrameRows):
@@ -278,6 +280,7 @@ class RunCounters:
                 "frames_by_command": dict(self.frames_by_command),
                 "gap_bytes": self.gap_bytes,
                 "violations": self.violations,
+                "carried": self.carried,
             }
         )
 

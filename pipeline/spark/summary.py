@@ -52,14 +52,15 @@ def capture_summary(packets: DataFrame) -> CaptureSummary:
 
 def flow_output(tagged: DataFrame) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """The files the flow pass wrote, by table, and the run's table counters: rows per table,
-    frames by "direction command", and the sessions' gap bytes and violations."""
+    frames by "direction command", the sessions' gap bytes and violations, and the connections
+    still open (``open_connections``: state rows carried to the next batch)."""
     import schemas
     from pipeline.spark.flows import COUNTERS_KIND, FILE_KIND
 
     written: dict[str, list[str]] = {}
     counts: dict[str, Any] = dict.fromkeys(schemas.TABLES, 0)
     by_command: Counter[str] = Counter()
-    gap_bytes = violations = 0
+    gap_bytes = violations = carried = 0
     found = tagged.where(f"kind IN ('{FILE_KIND}', '{COUNTERS_KIND}')")
     for row in found.select("kind", "table", "path", "rows", "counters").collect():
         if row.kind == FILE_KIND:
@@ -70,5 +71,11 @@ def flow_output(tagged: DataFrame) -> tuple[dict[str, list[str]], dict[str, Any]
             by_command.update(seen["frames_by_command"])
             gap_bytes += seen["gap_bytes"]
             violations += seen["violations"]
-    counts.update(frames_by_command=dict(by_command), gap_bytes=gap_bytes, violations=violations)
+            carried += seen["carried"]
+    counts.update(
+        frames_by_command=dict(by_command),
+        gap_bytes=gap_bytes,
+        violations=violations,
+        open_connections=carried,
+    )
     return written, counts

@@ -51,3 +51,17 @@ def test_a_lake_made_before_keeps_its_state_folder_private(lake: Lake) -> None:
     os.chmod(connections, 0o755)
     assert carried.current_state_batch(lake) is None
     assert stat.S_IMODE(connections.stat().st_mode) == 0o700
+
+
+@pytest.mark.spark
+def test_a_batch_that_leaves_no_connection_open_carries_no_state(spark, lake: Lake) -> None:
+    rows = spark.createDataFrame(
+        [("10.0.0.1|40000|10.0.0.2|61613", b"s")], "flow_key string, state binary"
+    )
+    carried.write_carried(rows, lake, "b-1")  # a first attempt, then the batch again without
+    carried.write_carried(None, lake, "b-1")
+    carried.advance(lake, "b-1")
+    folder = lake.state_dir / "connections" / "b-1"
+    assert list(folder.iterdir()) == []
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert carried.read_carried(spark, lake) is None
