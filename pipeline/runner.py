@@ -351,7 +351,8 @@ def _run_batch(
             written.setdefault("anomalies", []).append(extra.path)
         counts["anomalies"] += len(capture_rows)
         counts.update(stats)
-        staged = stage_written(spark, lake, batch_id, folders, written)
+        spark_validates = config.validate and not validates_on_duckdb(config)
+        staged = stage_written(spark, lake, batch_id, folders, written, read_now=spark_validates)
     packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
     # The state rows of the connections left open, for the next batch; None when none is open

@@ -8,6 +8,7 @@ on the ``acks`` row).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ CHILD_TABLES: tuple[str, ...] = tuple(t for t in schemas.TABLES if t != "session
 
 
 def session_checks(
-    tables: dict[str, DataFrame], known_ids: DataFrame, capture_last_ns: int | None = None
+    tables: Mapping[str, DataFrame], known_ids: DataFrame, capture_last_ns: int | None = None
 ) -> DataFrame:
     """``known_ids`` (one column ``session_id``): sessions published before or still open;
     ``capture_last_ns``: the time of the batch's last TCP packet, None when it had none.
@@ -99,7 +100,7 @@ def session_checks(
     )
 
 
-def batch_checks(spark: Any, tables: dict[str, DataFrame], counts: dict[str, Any]) -> DataFrame:
+def batch_checks(spark: Any, tables: Mapping[str, DataFrame], counts: dict[str, Any]) -> DataFrame:
     from pyspark.sql import functions as F
     from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 

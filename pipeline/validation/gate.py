@@ -16,7 +16,8 @@ import queue
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import asdict, dataclass, field
@@ -120,7 +121,7 @@ def validate_batch(
     spark: SparkSession,
     lake: Lake,
     batch_id: str,
-    tables: dict[str, DataFrame],
+    tables: Mapping[str, DataFrame],
     counts: dict[str, Any],
     *,
     open_sessions: DataFrame | None = None,
@@ -144,7 +145,9 @@ def validate_batch(
     missing = [t for t in schemas.TABLES if t not in tables]
     if missing:
         raise ValueError(f"validate_batch needs every table; missing {missing}")
-    frames = {name: tables[name] for name in schemas.TABLES}
+    # The tables' frames, and the check frames once made, over ``tables`` (which may make a
+    # frame only when it is asked for: `pipeline.lake.staged_tables.LazyFrames`).
+    frames: MutableMapping[str, DataFrame] = ChainMap({}, tables)  # type: ignore[arg-type]  # only the first map is written
 
     def cross_table_frames() -> dict[str, DataFrame]:
         mark = time.monotonic()
@@ -219,9 +222,9 @@ class _Batch:
     spark: SparkSession
     lake: Lake
     batch_id: str
-    tables: dict[str, DataFrame]
+    tables: Mapping[str, DataFrame]
     counts: dict[str, Any]
-    frames: dict[str, DataFrame]
+    frames: MutableMapping[str, DataFrame]
     timings: dict[str, float]
     started: float
 
@@ -323,7 +326,9 @@ def _validate(
     outcomes = [
         outcome
         for name in SUITE_NAMES
-        for outcome in outcomes_of(name, results[name], SAMPLE_ROWS, frames.get(name))
+        for outcome in outcomes_of(
+            name, results[name], SAMPLE_ROWS, None if results[name].success else frames.get(name)
+        )
     ]
     for outcome in outcomes:  # printed, and saved in validation.json and the quarantine
         outcome.samples = scrub_structure(outcome.samples)

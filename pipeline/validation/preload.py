@@ -35,6 +35,7 @@ PRELOADED = (
     "duckdb_engine",  # SQLAlchemy's DuckDB dialect: the suites on DuckDB (local_sql)
 )
 
+
 @contextmanager
 def preloading(enabled: bool = True) -> Iterator[None]:
     """GX and the gate imported on a thread while the block runs (whose threads must import

@@ -8,6 +8,7 @@ a batch after review and marks it released.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,7 +61,7 @@ def batch_dir(lake: Lake, batch_id: str) -> Path:
 
 
 def quarantine_batch(
-    lake: Lake, batch_id: str, tables: dict[str, DataFrame], report: dict[str, Any]
+    lake: Lake, batch_id: str, tables: Mapping[str, DataFrame], report: dict[str, Any]
 ) -> Path:
     """Write every table of the batch as Parquet, then the report (last: it marks completeness)."""
     folder = make_private_dir(batch_dir(lake, batch_id))

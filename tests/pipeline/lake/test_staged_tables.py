@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -8,6 +9,7 @@ import schemas
 from pipeline.lake import Lake, begin_batch, list_tables, read_table
 from pipeline.lake.orphans import data_files
 from pipeline.lake.staged_tables import (
+    LazyFrames,
     commit_tables,
     discard_tables,
     stage_written,
@@ -68,6 +70,34 @@ def test_files_the_tasks_wrote_are_staged_read_back_and_committed(spark, tmp_pat
     assert _contents(again.frames["frames"]) == _contents(computed["frames"])
     assert commit_tables(again) == versions
     assert not any(folder.exists() for folder in folders.values())
+
+
+def test_frames_read_when_asked_for_are_those_read_at_once(spark, tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    begin_batch(lake, (), batch_id="b2")
+    rows = good_batch("b2")
+    folders, written = _written_by_tasks(lake, "b2", rows)
+    lazy = stage_written(spark, lake, "b2", folders, written, read_now=False)
+    assert isinstance(lazy.frames, LazyFrames)
+    assert set(lazy.frames) == set(schemas.TABLES) and "frames" in lazy.frames
+    assert _contents(lazy.frames["frames"]) == _contents(to_frames(spark, rows)["frames"])
+    discard_tables(lazy)
+
+
+def test_lazy_frames_make_each_frame_once_and_only_when_asked_for() -> None:
+    made: list[str] = []
+
+    def load(name: str) -> Any:
+        made.append(name)
+        return f"frame of {name}"
+
+    ready: dict[str, Any] = {"done": "ready"}
+    frames: Any = LazyFrames(ready, {"a", "b", "done"}, load)
+    assert "a" in frames and len(frames) == 3 and made == []
+    assert frames["a"] == frames["a"] == "frame of a" and made == ["a"]
+    frames["b"] = "given"
+    del frames["done"]
+    assert dict(frames) == {"a": "frame of a", "b": "given"} and made == ["a"]
 
 
 def test_discarded_tables_leave_no_file_behind(spark, tmp_path: Path) -> None:
