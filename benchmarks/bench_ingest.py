@@ -6,7 +6,8 @@ Writes DIR/ingest.md and DIR/ingest.json (DIR defaults to benchmarks/results). T
 generated once by benchmarks/traffic.py under work/bench/ (gitignored) and reused.
 
 Cases, each a child process whose whole tree is sampled (benchmarks/measure.py):
-- ours: a local[*] SparkSession runs `packets_frame` (persisted, counted) then `flow_pass`
+- ours: a local[*] SparkSession runs `packets_frame` (persisted, its stats collected and the
+  flows placed, as the runner does) then `flow_pass`
   (connection tracking, TCP reassembly, STOMP decoding and the session model; its tasks write
   the table rows as Parquet into a scratch folder, rows counted per table), as `stomp-lake run`
   does before its tables; Spark start-up is timed apart.
@@ -54,13 +55,13 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     JVM, Python workers up), with the CPU seconds the JVM and the Python processes spent."""
     started = time.perf_counter()
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     import schemas
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import RunnerConfig, flow_pass
+    from pipeline.spark.placement import ranges
     from pipeline.spark.session import build_spark
-    from pipeline.spark.summary import flow_output
+    from pipeline.spark.summary import capture_summary, flow_output
 
     spark = build_spark("local[*]", app_name="bench-ingest")
     timings = {"spark_start": time.perf_counter() - started}
@@ -73,20 +74,17 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     for rep in ("", "warm_"):
         cpu = cpu_seconds_by_command(os.getpid())
         mark = time.perf_counter()
-        packets = packets_frame(spark, paths).persist(StorageLevel.DISK_ONLY)  # as the runner
-        counted = (
-            packets.groupBy("record_type")
-            .agg(F.count("*").alias("rows"), F.sum("packet_count").alias("packets"))
-            .collect()
-        )
-        rows = {r["record_type"]: r["rows"] for r in counted}
-        rows["packet"] = sum(r["packets"] or 0 for r in counted)  # packed in the flow pieces
+        # As the runner: the capture pass persisted, its stats collected, the flows placed.
+        packets = packets_frame(spark, paths).persist(StorageLevel.DISK_ONLY)
+        summary = capture_summary(packets)
+        rows = {"packet": summary.stats.get("tcp_packets", 0)}
+        cuts = ranges(summary.flow_weights, rows["packet"], partitions)
         timings[f"{rep}packets_frame"] = time.perf_counter() - mark
         now = cpu_seconds_by_command(os.getpid())
         cpu_by_phase[f"{rep}packets_frame"], cpu = cpu_used(cpu, now), now
         shutil.rmtree(staging, ignore_errors=True)
         mark = time.perf_counter()
-        _written, counts = flow_output(flow_pass(packets, None, config, partitions))
+        _written, counts = flow_output(flow_pass(packets, None, config, partitions, cuts=cuts))
         timings[f"{rep}flow_pass"] = time.perf_counter() - mark
         cpu_by_phase[f"{rep}flow_pass"] = cpu_used(cpu, cpu_seconds_by_command(os.getpid()))
         packets.unpersist()
