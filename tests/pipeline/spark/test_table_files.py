@@ -72,6 +72,22 @@ def test_a_writer_keeps_one_file_per_date_across_row_groups(tmp_path: Path) -> N
     assert offsets == list(range(count))  # in the order rows came
 
 
+def test_a_row_group_that_fails_to_be_written_fails_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row groups are written on a thread of their own: a failure there is raised to the task,
+    at its next row group or at the latest when it closes its files."""
+
+    def fail(self: pq.ParquetWriter, table: pa.Table, row_group_size: int | None = None) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", fail)
+    writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-3")
+    writer.add("anomalies", [_anomaly(7, i) for i in range(10)])
+    with pytest.raises(OSError, match="No space left"):
+        writer.close()
+
+
 def test_only_repeating_values_keep_a_dictionary(tmp_path: Path) -> None:
     rows = [_anomaly(1, i) for i in range(ROW_GROUP_ROWS)]
     for row in rows:  # distinct, hardly compressible: 1.3 MB, a dictionary of 1 MB unbounded
