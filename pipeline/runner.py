@@ -298,7 +298,7 @@ def _run_batch(
     from pipeline.spark.anomalies import capture_anomaly_rows
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
-    from pipeline.spark.placement import ranges
+    from pipeline.spark.placement import outweighs_a_task, ranges
     from pipeline.spark.summary import capture_summary, flow_output
     from pipeline.spark.table_files import write_table_rows
     from pipeline.spark.task_counters import TaskCounters
@@ -327,6 +327,9 @@ def _run_batch(
         # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
         summary = capture_summary(packets)
         stats = summary.stats
+        partitions = max(2, spark.sparkContext.defaultParallelism * 2)
+        weights, packet_count = summary.flow_weights, stats.get("tcp_packets", 0)
+        cuts = ranges(weights, packet_count, partitions)
         # The flow pass's tasks write the tables' Parquet into these folders themselves.
         folders = staging_folders(lake, batch_id, schemas.TABLES)
         runner = RunnerConfig(
@@ -336,10 +339,9 @@ def _run_batch(
             config.close_open,
             table_dirs=tuple((name, str(folder / "parquet")) for name, folder in folders.items()),
             batch_id=batch_id,
+            write_behind=outweighs_a_task(weights, packet_count, partitions),
         )
         state = carried.read_carried(spark, lake)
-        partitions = max(2, spark.sparkContext.defaultParallelism * 2)
-        cuts = ranges(summary.flow_weights, stats.get("tcp_packets", 0), partitions)
         progress("stage 2/4: decoding sessions, staging tables")
         _figures(progress, counters.decoding)
         flow_rows = flow_pass(packets, state, runner, partitions, counters, cuts)

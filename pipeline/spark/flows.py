@@ -58,6 +58,7 @@ class RunnerConfig:
     # as Parquet itself. Required by the pass; a `FlowRunner` alone does not use them.
     table_dirs: tuple[tuple[str, str], ...] = ()
     batch_id: str = ""
+    write_behind: bool = False  # row groups written on a thread (`table_files._background`)
 
     @property
     def driver(self) -> DriverConfig:
@@ -222,7 +223,9 @@ def _partition(
     batches: Iterable[pa.RecordBatch], config: RunnerConfig, task_counters: TaskCounters | None
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
-    writer = TableFileWriter(config.table_folders(), config.batch_id)
+    writer = TableFileWriter(
+        config.table_folders(), config.batch_id, write_behind=config.write_behind
+    )
     counters = RunCounters()
 
     def write(kind: str, rows: TableRows) -> None:

@@ -50,6 +50,12 @@ def flow_weights(reports: Iterable[list[list[object]]]) -> Counter[str]:
     return weights
 
 
+def outweighs_a_task(weights: Mapping[str, int], total: int, partitions: int) -> bool:
+    """Whether the heaviest flow has more packets than a task's equal share: its task then
+    runs on after the others, and the cores they leave idle can take part of its work."""
+    return bool(weights) and max(weights.values()) > total / partitions
+
+
 def ranges(weights: Mapping[str, int], total: int, partitions: int) -> list[int]:
     """The ``partitions - 1`` flow hashes that cut the hash range into ``partitions`` ranges of
     about equal packets: ``weights`` (packets per flow) at their flows' hashes, and the rest of

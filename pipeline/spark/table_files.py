@@ -137,13 +137,17 @@ def partition_folder(names: tuple[str, ...], values: tuple[object, ...]) -> str:
 class TableFileWriter:
     """Rows in, Parquet files out; `close()` returns what was written."""
 
-    def __init__(self, table_dirs: dict[str, str], batch_id: str) -> None:
+    def __init__(
+        self, table_dirs: dict[str, str], batch_id: str, *, write_behind: bool = False
+    ) -> None:
         self.table_dirs = table_dirs
         self.batch_id = batch_id
         self._tag = uuid.uuid4().hex[:16]  # this task attempt's files
         self._held: dict[str, TableRows] = {}
         self._writers: dict[tuple[str, tuple[object, ...]], tuple[pq.ParquetWriter, str]] = {}
         self._rows: dict[tuple[str, tuple[object, ...]], int] = {}
+        # Row groups encoded and written on a thread of this process (`_background`)
+        self.write_behind = write_behind
         self._writing: Future[None] | None = None  # the row group being encoded and written
 
     def add(self, table: str, rows: TableRows) -> None:
@@ -183,8 +187,11 @@ class TableFileWriter:
             ]
             writer = self._writer(table, values, stored)
             group = pa.Table.from_arrays(columns, schema=stored)
-            self._written()
-            self._writing = _background().submit(writer.write_table, group)
+            if self.write_behind:
+                self._written()
+                self._writing = _background().submit(writer.write_table, group)
+            else:
+                writer.write_table(group)
             key = (table, values)
             self._rows[key] = self._rows.get(key, 0) + part.num_rows
 
@@ -219,11 +226,15 @@ _BACKGROUND: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _background() -> ThreadPoolExecutor:
-    """This process's thread that encodes, compresses and writes row groups. Arrow does that
-    without the GIL, so the task's Python goes on making the next rows meanwhile: with one
-    connection in a task and a core to spare (a flow pass of one long connection), the writing
-    was 8% of the pass. One row group at a time is in its hands (`TableFileWriter._written`),
-    so memory holds at most one more. Made anew in a forked child (Spark's workers)."""
+    """This process's thread that encodes, compresses and writes row groups for a writer that
+    writes behind. Arrow does that without the GIL, so the task's Python goes on making the next
+    rows meanwhile: where a task has a core to spare (a pass of one long connection), the flow
+    pass on 100 MB in one process went from 1.34-1.39 to 1.22-1.28 s. With every core busy it
+    gains nothing and cost memory (2.26 GB in bench_run: peak PSS 1.44 -> 1.53-1.56 GB, the
+    allocator keeping what one thread frees for another): the runner asks for it only when the
+    heaviest flow outweighs a task's share (`pipeline.spark.placement.outweighs_a_task`). One
+    row group at a time is in its hands (`TableFileWriter._written`). Made anew in a forked
+    child (Spark's workers)."""
     global _BACKGROUND
     if _BACKGROUND is None or _BACKGROUND[0] != os.getpid():
         _BACKGROUND = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="table-files"))

@@ -13,6 +13,7 @@ from pipeline.spark.placement import (
     flow_hash,
     flow_weights,
     heaviest,
+    outweighs_a_task,
     ranges,
     route,
     routing_values,
@@ -102,3 +103,10 @@ def test_flows_the_splits_report_are_summed() -> None:
     assert flow_weights([report, heaviest(split, limit=2)]) == Counter(
         {"flow9": 20, "flow8": 18, "flow7": 8, "flow6": 7}
     )
+
+
+def test_a_flow_outweighs_a_task_when_it_has_more_than_an_equal_share() -> None:
+    assert outweighs_a_task({"one": 1000}, 1000, 4)
+    assert outweighs_a_task({"big": 300, "small": 10}, 1000, 4)
+    assert not outweighs_a_task({"a": 250, "b": 250}, 1000, 4)
+    assert not outweighs_a_task({}, 0, 4)

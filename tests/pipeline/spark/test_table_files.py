@@ -59,8 +59,11 @@ def test_rows_land_in_one_file_per_date_with_the_stored_schema(tmp_path: Path) -
         assert table.num_rows == written.rows == 10
 
 
-def test_a_writer_keeps_one_file_per_date_across_row_groups(tmp_path: Path) -> None:
-    writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-2")
+@pytest.mark.parametrize("write_behind", [False, True])
+def test_a_writer_keeps_one_file_per_date_across_row_groups(
+    tmp_path: Path, write_behind: bool
+) -> None:
+    writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-2", write_behind=write_behind)
     count = ROW_GROUP_ROWS * 2 + 5
     for start in range(0, count, 1000):
         writer.add("anomalies", [_anomaly(7, i) for i in range(start, min(start + 1000, count))])
@@ -75,14 +78,14 @@ def test_a_writer_keeps_one_file_per_date_across_row_groups(tmp_path: Path) -> N
 def test_a_row_group_that_fails_to_be_written_fails_the_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Row groups are written on a thread of their own: a failure there is raised to the task,
-    at its next row group or at the latest when it closes its files."""
+    """Row groups written behind, on a thread of their own: a failure there is raised to the
+    task, at its next row group or at the latest when it closes its files."""
 
     def fail(self: pq.ParquetWriter, table: pa.Table, row_group_size: int | None = None) -> None:
         raise OSError("No space left on device")
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", fail)
-    writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-3")
+    writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-3", write_behind=True)
     writer.add("anomalies", [_anomaly(7, i) for i in range(10)])
     with pytest.raises(OSError, match="No space left"):
         writer.close()
