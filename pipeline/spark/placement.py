@@ -63,8 +63,9 @@ def ranges(weights: Mapping[str, int], total: int, partitions: int) -> list[int]
     it above the cut), on the side of a cut that leaves the shares nearer equal."""
     placed = heapq.nlargest(PLACED_FLOWS, weights.items(), key=lambda item: (item[1], item[0]))
     points = sorted((flow_hash(key), weight) for key, weight in placed)
-    spread = max(total - sum(weight for _, weight in points), 0)
-    share = (spread + sum(weight for _, weight in points)) / partitions
+    placed_packets = sum(weight for _, weight in points)
+    spread = max(total - placed_packets, 0)
+    share = (spread + placed_packets) / partitions
     cuts: list[int] = []
     done = 0.0  # packets below `at`
     at = _LOWEST
@@ -91,7 +92,7 @@ def route(flow_hash_column: Column, cuts: Sequence[int]) -> Column:
     if not cuts:
         return values[0]
     routed = F.when(flow_hash_column < F.lit(cuts[0]), values[0])
-    for cut, value in zip(cuts[1:], values[1:], strict=False):
+    for cut, value in zip(cuts[1:], values[1:-1], strict=True):
         routed = routed.when(flow_hash_column < F.lit(cut), value)
     return routed.otherwise(values[-1])
 

@@ -146,8 +146,9 @@ def validate_batch(
     if missing:
         raise ValueError(f"validate_batch needs every table; missing {missing}")
     # The tables' frames, and the check frames once made, over ``tables`` (which may make a
-    # frame only when it is asked for: `pipeline.lake.staged_tables.LazyFrames`).
-    frames: MutableMapping[str, DataFrame] = ChainMap({}, tables)  # type: ignore[arg-type]  # only the first map is written
+    # frame only when it is asked for: `pipeline.lake.staged_tables.LazyFrames`). ChainMap
+    # writes only to its first map, so ``tables`` need not be mutable.
+    frames: MutableMapping[str, DataFrame] = ChainMap({}, tables)  # type: ignore[arg-type]
 
     def cross_table_frames() -> dict[str, DataFrame]:
         mark = time.monotonic()
