@@ -185,9 +185,9 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             try:
                 scan = ledger.scan(captures, on_first_unseen=starting.begin)
             finally:
-                # Until the JVM is up this process's stderr is a pipe that a thread filters
-                # (spark.session.filtered_stderr): nothing is printed before, lest it be lost
-                # to a kill or come after lines printed later.
+                # Until the JVM is up this process's stdout and stderr are pipes that threads
+                # forward (spark.session.jvm_output): nothing is printed before, lest it be
+                # lost to a kill or come after lines printed later.
                 starting.wait()
             skipped = _skipped(scan)
             if not_captures:

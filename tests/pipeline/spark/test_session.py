@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
-from pipeline.spark.session import LOCAL_JVM_OPTIONS, base_conf, merge_conf
+from pipeline.spark.session import LOCAL_JVM_OPTIONS, base_conf, jvm_output, merge_conf
 
 JAVA = "spark.driver.extraJavaOptions"
 
@@ -35,3 +40,29 @@ def test_the_running_jvm_got_the_options(spark) -> None:
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(runtime.getInputArguments())
     assert set(LOCAL_JVM_OPTIONS.split()) <= set(arguments)
+
+
+def test_processes_started_under_jvm_output_never_hold_the_callers_stdout_or_stderr(
+    capfd,
+) -> None:
+    """So a caller waiting for the end of our output is not held up by the JVM's teardown."""
+    script = (
+        "import sys, time; print('from the jvm'); print('noise line', file=sys.stderr);"
+        " print('a warning', file=sys.stderr); sys.stdout.flush(); time.sleep(30)"
+    )
+    with jvm_output(("noise line",)):
+        child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        for fd in (1, 2):
+            assert os.readlink(f"/proc/{child.pid}/fd/{fd}") != os.readlink(f"/proc/self/fd/{fd}")
+        deadline = time.monotonic() + 20
+        out = err = ""
+        while ("a warning" not in err or "from the jvm" not in out) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            captured = capfd.readouterr()
+            out, err = out + captured.out, err + captured.err
+        assert "from the jvm" in out
+        assert "a warning" in err and "noise line" not in err
+    finally:
+        child.kill()
+        child.wait()

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from pyspark.sql import SparkSession
 
 from pipeline.spark.session import base_conf
-from pipeline.spark.worker_daemon import installed_first
+from pipeline.spark.worker_daemon import PRELOADED, installed_first
 
 SITE = "/venv/lib/python3.11/site-packages"
 ZIP = "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip"
@@ -35,3 +35,16 @@ def _where_pyspark_is(rows: Iterable[int]) -> Iterator[str]:
 def test_workers_import_the_installed_pyspark(spark: SparkSession) -> None:
     found = spark.sparkContext.parallelize([0], 1).mapPartitions(_where_pyspark_is).collect()
     assert found and all(".zip" not in where and where.endswith(".py") for where in found)
+
+
+def _preloaded_before_the_task(rows: Iterable[int]) -> Iterator[list[str]]:
+    import sys
+
+    yield [name for name in PRELOADED if name in sys.modules]
+
+
+def test_workers_start_with_the_preloaded_modules(spark: SparkSession) -> None:
+    """Imported by the daemon before it forked the worker: this test's module imports none."""
+    rdd = spark.sparkContext.parallelize([0, 1], 2)
+    found = rdd.mapPartitions(_preloaded_before_the_task).collect()
+    assert found == [list(PRELOADED)] * 2
