@@ -112,17 +112,30 @@ def generate(gb: float, data: Path, connections: int) -> GeneratedCapture:
     return generate_files(spec, data / f"run-{gb:g}gb" / "captures")
 
 
-def one_size(gb: float, data: Path, connections: int) -> dict[str, object]:
+def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, object]:
+    """Each case `rounds` times, the three alternated within a round; each case's fastest run
+    is reported (this machine's speed drifts by 5-15% over minutes, as other work comes and
+    goes: alternating lets each case meet the same drift)."""
     capture = generate(gb, data, connections)
     before = machine()
     cpus = os.cpu_count() or 1
-    warm_page_cache(capture.paths)  # before each case: all meet the files in the page cache
-    ours, child = run_ours(capture, data / f"run-{gb:g}gb" / "lake")
     scratch = data / f"run-{gb:g}gb" / "tshark-out"
-    warm_page_cache(capture.paths)
-    stomp, commands = run_tshark(capture.paths, cpus, scratch, stomp=True)
-    warm_page_cache(capture.paths)
-    floor, _ = run_tshark(capture.paths, cpus, scratch, stomp=False)
+    runs = []
+    for _ in range(rounds):
+        warm_page_cache(capture.paths)  # before each case: all meet the files in the page cache
+        ours_run = run_ours(capture, data / f"run-{gb:g}gb" / "lake")
+        warm_page_cache(capture.paths)
+        stomp_run = run_tshark(capture.paths, cpus, scratch, stomp=True)
+        warm_page_cache(capture.paths)
+        floor_run = run_tshark(capture.paths, cpus, scratch, stomp=False)
+        runs.append((ours_run, stomp_run, floor_run))
+    ours, child = min((r[0] for r in runs), key=lambda run: run[0].seconds)
+    stomp, commands = min((r[1] for r in runs), key=lambda run: run[0].seconds)
+    floor = min((r[2][0] for r in runs), key=lambda measured: measured.seconds)
+    runs_s = {
+        case: [r[i][0].seconds for r in runs]
+        for i, case in enumerate(("ours", "tshark_stomp", "tshark_conv_tcp"))
+    }
     after = machine()
     size = capture.file_bytes
     timings = child["timings"]
@@ -152,6 +165,7 @@ def one_size(gb: float, data: Path, connections: int) -> dict[str, object]:
             "timings": {k: round(v, 2) for k, v in timings.items()},
             "timings_from_run_result": measured_timings,
             "validate_share": round(validate / ours.seconds, 3) if validate else None,
+            "runs_s": runs_s["ours"],
             "frames": child["counts"].get("frames"),
             "sessions": child["counts"].get("sessions"),
             "counts": child["counts"],
@@ -160,18 +174,27 @@ def one_size(gb: float, data: Path, connections: int) -> dict[str, object]:
             **stomp.figures(),
             "mb_per_s": round(size / stomp.seconds / 1e6, 1),
             "processes": cpus,
+            "runs_s": runs_s["tshark_stomp"],
             "frames": tshark_frames,
             "commands": dict(commands),
         },
-        "tshark_conv_tcp": {**floor.figures(), "mb_per_s": round(size / floor.seconds / 1e6, 1)},
+        "tshark_conv_tcp": {
+            **floor.figures(),
+            "mb_per_s": round(size / floor.seconds / 1e6, 1),
+            "runs_s": runs_s["tshark_conv_tcp"],
+        },
         "speedup_vs_tshark_stomp": round(stomp.seconds / ours.seconds, 2),
         "speedup_vs_tshark_conv_tcp": round(floor.seconds / ours.seconds, 2),
     }
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
-    sizes = [one_size(gb, args.data, args.connections) for gb in args.gb]
-    result: dict[str, object] = {"sizes": sizes, "target_speedup_vs_tshark": TARGET_SPEEDUP}
+    sizes = [one_size(gb, args.data, args.connections, args.rounds) for gb in args.gb]
+    result: dict[str, object] = {
+        "sizes": sizes,
+        "rounds": args.rounds,
+        "target_speedup_vs_tshark": TARGET_SPEEDUP,
+    }
     if args.note:
         result["note"] = args.note
     if not args.keep_lakes:
@@ -193,7 +216,9 @@ def markdown(result: dict) -> str:
         f"them). {first['machine_before']['cpu_count']} CPUs shared with other work (load "
         "averages below); peak memory is the whole process tree (driver, JVM, Python workers; "
         "tshark: all its processes): RSS sampled every 0.2 s, PSS (shared pages counted once) "
-        "every 2 s and at each new RSS high.",
+        "every 2 s and at each new RSS high. "
+        f"Each case is the fastest of {result.get('rounds', 1)} round(s), the cases alternated "
+        "within a round (every run below).",
         "",
         "| input | files | ours s | ours MB/s | ours peak RSS / PSS MB | validate s (share) | "
         "tshark STOMP s | tshark MB/s | tshark peak RSS / PSS MB | speed-up | load before/after |",
@@ -227,6 +252,17 @@ def markdown(result: dict) -> str:
             f"conv,tcp (dissection only) {s['tshark_conv_tcp']['seconds']:.1f} s = "
             f"{s['speedup_vs_tshark_conv_tcp']}x ours"
         )
+    lines += ["", "Every run (seconds, in round order):", ""]
+    for s in sizes:
+        runs = ", ".join(
+            f"{name} {s[key].get('runs_s', [s[key]['seconds']])}"
+            for name, key in (
+                ("ours", "ours"),
+                ("tshark STOMP", "tshark_stomp"),
+                ("tshark conv,tcp", "tshark_conv_tcp"),
+            )
+        )
+        lines.append(f"- {s['capture']['file_bytes'] / 1e9:.2f} GB: {runs}")
     target = result["target_speedup_vs_tshark"]
     met = [s["speedup_vs_tshark_stomp"] >= target for s in sizes]
     lines += [
@@ -263,6 +299,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gb", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--connections", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each case, alternated")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--note", default="", help="a line added to the report")

@@ -32,6 +32,9 @@ def test_a_tiny_run_writes_its_results(tmp_path: Path) -> None:
     assert size["ours"]["frames"] == written and size["ours"]["sessions"] == 6
     assert 0 < size["tshark_stomp"]["frames"] <= written
     assert size["ours"]["peak_rss_mb"] > 100 and size["tshark_stomp"]["seconds"] > 0
+    # every case twice (the default rounds), the fastest reported
+    for case in ("ours", "tshark_stomp", "tshark_conv_tcp"):
+        assert len(size[case]["runs_s"]) == 2 and size[case]["seconds"] == min(size[case]["runs_s"])
     assert {"spark_start", "compute", "commit"} <= set(size["ours"]["timings"]) or set(
         size["ours"]["timings"]
     ) == {"run"}
