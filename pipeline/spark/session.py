@@ -222,11 +222,13 @@ def jvm_output(noise: tuple[str, ...]) -> Iterator[None]:
     stops Spark and exits on its own, and the caller (a shell, a DAG task, a pipe) is done
     waiting: that teardown takes 0.45 s after the last line, most of it a fixed wait of the JVM
     17's exit for its threads in native calls (up to 300 ms), none of it the run's work."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_standard_streams()
     saved = []
     for fd, name, dropped in ((1, "jvm-stdout", ()), (2, "jvm-stderr", noise)):
-        real = os.dup(fd)
+        try:
+            real = os.dup(fd)
+        except OSError:  # not open (a daemon's): the JVM inherits it as it is
+            continue
         read_end, write_end = os.pipe()
         threading.Thread(
             target=_forward, args=(read_end, os.dup(real), dropped), name=name, daemon=True
@@ -237,15 +239,27 @@ def jvm_output(noise: tuple[str, ...]) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_standard_streams()
         for fd, real in saved:
             os.dup2(real, fd)
             os.close(real)
 
 
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+
+
 def _forward(read_end: int, real: int, noise: tuple[str, ...]) -> None:
+    """Lines from the pipe to the real output, to the pipe's end: a reader gone from the real
+    output (``stomp-lake run | head``) stops the writing, never the reading, lest the JVM block
+    on a full pipe."""
     with os.fdopen(read_end, "rb") as source, os.fdopen(real, "wb", buffering=0) as sink:
+        writing = True
         for line in source:
-            if line.rstrip(b"\r\n").decode("utf-8", "replace") not in noise:
-                sink.write(line)
+            if writing and line.rstrip(b"\r\n").decode("utf-8", "replace") not in noise:
+                try:
+                    sink.write(line)
+                except OSError:
+                    writing = False
