@@ -220,8 +220,8 @@ def jvm_output(noise: tuple[str, ...]) -> Iterator[None]:
 
     So the JVM never holds the caller's own stdout and stderr. When this process exits, the JVM
     stops Spark and exits on its own, and the caller (a shell, a DAG task, a pipe) is done
-    waiting: that teardown takes 0.45 s after the last line, most of it a fixed wait of the JVM
-    17's exit for its threads in native calls (up to 300 ms), none of it the run's work."""
+    waiting: that teardown takes 0.45 s after the last line, most of it JDK 17's wait at exit
+    for its threads in native calls (up to 300 ms), none of it the run's work."""
     _flush_standard_streams()
     saved = []
     for fd, name, dropped in ((1, "jvm-stdout", ()), (2, "jvm-stderr", noise)):
