@@ -1,4 +1,4 @@
-"""pipeline/spark/session.py: the settings a session starts with."""
+"""pipeline/spark/session.py: the settings a session starts with; where its JVM writes."""
 
 from __future__ import annotations
 
