@@ -44,7 +44,10 @@ def cluster_lake(tmp_path_factory) -> tuple[Lake, str]:
             timeout=RUN_TIMEOUT_S,
         )
         assert done.returncode == 0, f"{done.stderr[-4000:]}\n{cluster.log_tail()}"
-        apps = cluster.status().get("completedapps", []) + cluster.status().get("activeapps", [])
+        # One snapshot: the driver's JVM may still be ending the application (it ends after the
+        # command has returned), which moves it from the active apps to the completed ones.
+        status = cluster.status()
+        apps = status.get("completedapps", []) + status.get("activeapps", [])
     return lake, str(apps)
 
 
