@@ -120,21 +120,24 @@ def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, 
     before = machine()
     cpus = os.cpu_count() or 1
     scratch = data / f"run-{gb:g}gb" / "tshark-out"
-    runs = []
+    ours_runs, stomp_runs, floor_runs = [], [], []
     for _ in range(rounds):
         warm_page_cache(capture.paths)  # before each case: all meet the files in the page cache
-        ours_run = run_ours(capture, data / f"run-{gb:g}gb" / "lake")
+        ours_runs.append(run_ours(capture, data / f"run-{gb:g}gb" / "lake"))
         warm_page_cache(capture.paths)
-        stomp_run = run_tshark(capture.paths, cpus, scratch, stomp=True)
+        stomp_runs.append(run_tshark(capture.paths, cpus, scratch, stomp=True))
         warm_page_cache(capture.paths)
-        floor_run = run_tshark(capture.paths, cpus, scratch, stomp=False)
-        runs.append((ours_run, stomp_run, floor_run))
-    ours, child = min((r[0] for r in runs), key=lambda run: run[0].seconds)
-    stomp, commands = min((r[1] for r in runs), key=lambda run: run[0].seconds)
-    floor = min((r[2][0] for r in runs), key=lambda measured: measured.seconds)
+        floor_runs.append(run_tshark(capture.paths, cpus, scratch, stomp=False))
+    ours, child = min(ours_runs, key=lambda run: run[0].seconds)
+    stomp, commands = min(stomp_runs, key=lambda run: run[0].seconds)
+    floor, _ = min(floor_runs, key=lambda run: run[0].seconds)
     runs_s = {
-        case: [r[i][0].seconds for r in runs]
-        for i, case in enumerate(("ours", "tshark_stomp", "tshark_conv_tcp"))
+        case: [measured.seconds for measured, _ in runs]
+        for case, runs in (
+            ("ours", ours_runs),
+            ("tshark_stomp", stomp_runs),
+            ("tshark_conv_tcp", floor_runs),
+        )
     }
     after = machine()
     size = capture.file_bytes
