@@ -14,9 +14,9 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 	mkdir -p build && touch $(COMPILED)
 
 # `pip install` builds the compiled hot paths (setup.py: the decoder's C; the Cython of the
-# capture scanner, the flow pass's loop, the session's streams and frame rows, and of the
-# modules compiled from their own source, `pipeline.compiled.SOURCE_MODULES`); with no compiler
-# the pure-Python twins run instead. After an edit, only what changed is compiled again.
+# capture scanner, the flow pass's loop, the session's streams, frame rows and message rows, and
+# of the modules compiled from their own source, `pipeline.compiled.SOURCE_MODULES`); with no
+# compiler the pure-Python twins run instead. After an edit, only what changed is compiled again.
 COMPILED := build/compiled.stamp
 COMPILED_FROM := setup.py pipeline/stomp/_speedups.c $(wildcard pipeline/*/_*.pyx) \
 	$(shell sed -n 's/^    "\(pipeline\.[a-z_.]*\)",$$/\1/p' pipeline/compiled.py | tr . / | sed 's/$$/.py/')

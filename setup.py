@@ -8,6 +8,8 @@
   capture packet.
 * `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
   decoded frame.
+* `pipeline.session._message_rows` (Cython): the messages and acks tables' rows, a C field per
+  column.
 * `pipeline.compiled.SOURCE_MODULES` (Cython, from their own unchanged source): the session
   model, the connection tracker and reassembler, the STOMP decoder; the source is imported
   instead under STOMP_LAKE_PURE_PYTHON=1 or when it is newer than its build.
@@ -64,6 +66,12 @@ else:
             Extension(
                 "pipeline.session._frame_rows",
                 ["pipeline/session/_frame_rows.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            Extension(
+                "pipeline.session._message_rows",
+                ["pipeline/session/_message_rows.pyx"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

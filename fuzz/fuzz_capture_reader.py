@@ -81,8 +81,8 @@ def check(data: bytes) -> None:
     result = run_offline([path], split_bytes=target)
     for row in result.capture_anomalies:
         assert row["file"] == path and 0 <= row["file_offset"] <= len(data), row
-    for row in result.tables["anomalies"]:
-        assert row["file"] in (path, None), row
+    for anomaly in result.tables["anomalies"]:
+        assert anomaly["file"] in (path, None), anomaly
     assert_passcodes_masked(result.tables)
 
 

@@ -28,6 +28,7 @@ from fuzz.offline import assert_passcodes_masked
 from fuzz.seeds import PASSCODE, stomp_streams
 from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
 from pipeline.reassembly import Closed, Conflict, ConnectionTracker, Data, Gap, Opened, Segment
+from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.pieces import PieceBuilder
 from pipeline.spark.table_files import row_batch
@@ -145,7 +146,7 @@ def run_flows(
     for piece in builder.pieces():
         runner.feed_piece(piece)
     runner.close()
-    tables: dict[str, list[dict]] = {}
+    tables: dict[str, list[TableRow]] = {}
     states: list[dict] = []
     for kind, produced, keys in runner.drain():
         if kind == STATE_KIND:

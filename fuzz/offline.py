@@ -19,6 +19,7 @@ import pyarrow as pa
 import schemas
 from pipeline.ingest import split_capture
 from pipeline.session import ModelOptions
+from pipeline.session.rows import TableRow
 from pipeline.spark.captures import read_split
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.table_files import row_batch
@@ -31,7 +32,7 @@ _UNMASKED = re.compile(r"(?i)passcode\s*[:=]\s*(?!\*\*\*)[^\s,;]")
 class OfflineResult:
     packets: int = 0
     capture_anomalies: list[dict] = field(default_factory=list)  # as capture_anomaly_rows
-    tables: dict[str, list[dict]] = field(default_factory=dict)
+    tables: dict[str, list[TableRow]] = field(default_factory=dict)
     carried: int = 0  # connections left open (state rows)
 
 
@@ -69,7 +70,7 @@ def run_offline(
     piece_rows.sort(key=_sort_key)
     config = RunnerConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
     runner = FlowRunner(config)
-    tables: dict[str, list[dict]] = {name: [] for name in schemas.TABLES}
+    tables: dict[str, list[TableRow]] = {name: [] for name in schemas.TABLES}
     if piece_rows:
         runner.feed_batch(pa.RecordBatch.from_pylist(piece_rows))
     runner.close()
@@ -92,7 +93,7 @@ def _check_not_null(table: str, batch: pa.RecordBatch) -> None:
         assert values.null_count == 0, f"{table}.{spec.name} has {values.null_count} nulls"
 
 
-def assert_passcodes_masked(tables: Mapping[str, Iterable[dict]]) -> None:
+def assert_passcodes_masked(tables: Mapping[str, Iterable[TableRow]]) -> None:
     """Every header named passcode shows ``***``, and the text the pipeline composes (a frame's
     command, an anomaly's detail) never spells ``passcode:value``: broken framing can turn a
     header line into a command, which details then quote. Other header values are data."""

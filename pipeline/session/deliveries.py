@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pipeline.session.rows import Row, settle_message
 from pipeline.session.streams import Stamp
+
+if TYPE_CHECKING:
+    from pipeline.session.message_rows import MessageRow
 
 AUTO = "auto"
 CLIENT = "client"  # cumulative
@@ -59,7 +63,7 @@ class Subscription:
 @dataclass(slots=True)
 class Delivery:
     frame_index: int
-    row: Row  # the messages row, emitted once settled
+    row: MessageRow  # emitted once settled
     subscription: Subscription
     keys: tuple[str, ...]
     delivered: Stamp
@@ -115,7 +119,7 @@ class DeliveryLedger:
     def deliver(
         self,
         frame_index: int,
-        row: Row,
+        row: MessageRow,
         subscription: Subscription,
         ack: str | None,
         message_id: str | None,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from pipeline.compiled import load
 from pipeline.session.clock import to_datetime
-from pipeline.session.rows import Body, Row
+from pipeline.session.rows import Body, Row, TableRow
 
 # Held per frame, in this order; ``ts``, ``ts_end`` and ``date`` are made from the two times.
 FRAME_COLUMNS: tuple[str, ...] = (
@@ -123,7 +123,7 @@ class FrameRows(_Columns):
     def column(self, name: str) -> list[Any]:
         return self.columns[_POSITION[name]]
 
-    def append(self, row: Row) -> None:
+    def append(self, row: TableRow) -> None:
         """A row given as a dict (made outside the session model)."""
         self.add(
             row["session_id"],
@@ -142,7 +142,7 @@ class FrameRows(_Columns):
             row["violation"],
         )
 
-    def extend(self, rows: Iterable[Row]) -> None:
+    def extend(self, rows: Iterable[TableRow]) -> None:
         if isinstance(rows, FrameRows):
             self.add_columns(rows)
             return
@@ -217,7 +217,7 @@ def new_frame_rows() -> FrameRows:
     return PythonFrameRows()
 
 
-TableRows = list[Row] | FrameRows  # a table's rows, as a drain hands them over
+TableRows = list[TableRow] | FrameRows  # a table's rows, as a drain hands them over
 
 
 def new_table_rows(table: str) -> TableRows:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pipeline.session.frame_rows import FrameRows, TableRows, new_frame_rows
+from pipeline.session.message_rows import row_kinds
 from pipeline.session.privacy import scrub
 from pipeline.session.rows import anomaly_row
 from pipeline.session.streams import Stamp
@@ -23,7 +24,16 @@ COUNTED: tuple[str, ...] = (
 
 
 class Outbox:
-    __slots__ = ("session_id", "tables", "frames", "counts", "secrets", "last")
+    __slots__ = (
+        "session_id",
+        "tables",
+        "frames",
+        "message_row",
+        "ack_row",
+        "counts",
+        "secrets",
+        "last",
+    )
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -31,6 +41,9 @@ class Outbox:
         self.tables: dict[str, TableRows] = {
             name: self.frames if name == "frames" else [] for name in TABLES
         }
+        message_kind, ack_kind = row_kinds()  # the twins chosen with the frames'
+        self.message_row = message_kind.make
+        self.ack_row = ack_kind.make
         self.counts: dict[str, int] = dict.fromkeys(COUNTED, 0)
         self.secrets: tuple[str, ...] = ()  # passcodes seen, masked wherever text is stored
         self.last: Stamp | None = None  # latest capture time seen, for anomalies without one

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from pipeline.net import Direction
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.deliveries import AUTO, DeliveryLedger, Subscription
+from pipeline.session.message_rows import AckRow
 from pipeline.session.negotiation import Handshake, Problem
 from pipeline.session.options import ModelOptions
 from pipeline.session.outbox import Outbox
 from pipeline.session.privacy import preview, scrub
 from pipeline.session.receipts import ReceiptBook
-from pipeline.session.rows import Body, Row, ack_row, error_row, message_row
+from pipeline.session.rows import Body, Row, error_row
 from pipeline.session.streams import Chunk, Stamp
 from pipeline.session.transactions import ABORTED, COMMITTED, UNFINISHED, BoundAck, Transaction
 from pipeline.stomp import Frame
@@ -155,7 +156,9 @@ class ProtocolState:
         self.out.counts["messages_sent"] += 1
         if "destination" not in headers:
             self._violation("missing_header", C2S, at, frame.start, "SEND without destination")
-        row = message_row(self.out.session_id, C2S, index, "SEND", headers, body, at, None)
+        row = self.out.message_row(
+            self.out.session_id, C2S, index, "SEND", headers, body, at.ts_ns, None
+        )
         transaction_id = headers.get("transaction")
         if transaction_id is None:
             self.rows["messages"].append(row)
@@ -204,8 +207,15 @@ class ProtocolState:
             self._unknown("unknown_subscription", S2C, at, frame.start, detail)
             subscription = Subscription(sub_id, destination, None, None, {}, None, at)
             ledger.subscribe(subscription)
-        row = message_row(
-            self.out.session_id, S2C, index, "MESSAGE", headers, body, at, subscription.ack_mode
+        row = self.out.message_row(
+            self.out.session_id,
+            S2C,
+            index,
+            "MESSAGE",
+            headers,
+            body,
+            at.ts_ns,
+            subscription.ack_mode,
         )
         ack, message_id = headers.get("ack"), headers.get("message-id")
         if ledger.deliver(index, row, subscription, ack, message_id, at):
@@ -229,7 +239,7 @@ class ProtocolState:
         if ack_id is None:
             detail = f"{command} without id or message-id"
             self._violation("missing_header", C2S, at, frame.start, detail)
-        row = ack_row(self.out.session_id, index, command, headers, ack_id, at)
+        row = self.out.ack_row(self.out.session_id, index, command, headers, ack_id, at.ts_ns)
         transaction_id = headers.get("transaction")
         if transaction_id is None:
             self._apply_ack(row, keys, at)
@@ -328,49 +338,48 @@ class ProtocolState:
     ) -> None:
         acks = self.rows["acks"]
         for bound in transaction.acks:
-            bound.row["transaction_outcome"] = outcome
+            bound.row.transaction_outcome = outcome
             if outcome == COMMITTED:
                 transaction.acked_messages += self._apply_ack(bound.row, bound.keys, bound.at)
             acks.append(bound.row)
         messages = self.rows["messages"]
-        for row in transaction.sends:
-            row["transaction_outcome"] = outcome
-            messages.append(row)
+        for send in transaction.sends:
+            send.transaction_outcome = outcome
+            messages.append(send)
         row = transaction.row(self.out.session_id, outcome, index, at)
         self.rows["transactions"].append(row)
 
-    def _apply_ack(self, row: Row, keys: tuple[str | None, ...], at: Stamp) -> int:
+    def _apply_ack(self, row: AckRow, keys: tuple[str | None, ...], at: Stamp) -> int:
         """Settle what the ACK/NACK ``row`` names; fills the row, returns how many it settled."""
         ledger = self.ledger
         delivery = ledger.find(keys)
         if delivery is None:
-            subscription = ledger.subscription_for(row["subscription"], None)
+            subscription = ledger.subscription_for(row.subscription, None)
             if subscription is not None:
-                row["ack_mode"] = subscription.ack_mode
-            detail = f"{row['command']} {row['ack_id']!r} names no unsettled MESSAGE"
+                row.ack_mode = subscription.ack_mode
+            detail = f"{row.command} {row.ack_id!r} names no unsettled MESSAGE"
             self._violation("ack_unmatched", C2S, at, None, detail)
             return 0
         if delivery.delivered.ts_ns > at.ts_ns:
             # Named before it was delivered (a guessed id, or the clocks of a merged capture):
             # a fact about the traffic, not a settlement; the MESSAGE waits for a later ACK.
-            row["ack_mode"] = delivery.subscription.ack_mode
+            row.ack_mode = delivery.subscription.ack_mode
             detail = (
-                f"{row['command']} {row['ack_id']!r} precedes the MESSAGE it names "
+                f"{row.command} {row.ack_id!r} precedes the MESSAGE it names "
                 f"(delivered {delivery.delivered.ts_ns - at.ts_ns} ns later)"
             )
             self._violation("ack_before_delivery", C2S, at, None, detail)
             return 0
-        settled = ledger.settle(delivery, row["command"], at, row["frame_index"])
+        settled = ledger.settle(delivery, row.command, at, row.frame_index)
         named = delivery.row
-        row["ack_mode"] = delivery.subscription.ack_mode
-        row["acked_message_count"] = len(settled)
-        row["delivered_at"] = delivery.delivered.ts
-        row["delivered_at_ns"] = delivery.delivered.ts_ns
-        row["latency_ms"] = elapsed_ms(delivery.delivered.ts_ns, at.ts_ns)
-        if row["message_id"] is None:
-            row["message_id"] = named["message_id"]
-        if row["subscription"] is None:
-            row["subscription"] = named["subscription"]
+        row.ack_mode = delivery.subscription.ack_mode
+        row.acked_message_count = len(settled)
+        row.delivered_at_ns = delivery.delivered.ts_ns
+        row.latency_ms = elapsed_ms(delivery.delivered.ts_ns, at.ts_ns)
+        if row.message_id is None:
+            row.message_id = named.message_id
+        if row.subscription is None:
+            row.subscription = named.subscription
         self.rows["messages"].extend(settled_delivery.row for settled_delivery in settled)
         return len(settled)
 

@@ -1,5 +1,6 @@
 """Row builders: one function per table row shape, columns exactly as in ``schemas/tables``
-(the frames table's rows are held as columns: `pipeline.session.frame_rows`).
+(the frames table's rows are held as columns, `pipeline.session.frame_rows`; the messages and
+acks tables' as slotted objects, `pipeline.session.message_rows`).
 
 Rows carry ``date`` (UTC date of the table's main timestamp); the lake writer adds
 ``batch_id``.
@@ -7,12 +8,17 @@ Rows carry ``date`` (UTC date of the table's main timestamp); the lake writer ad
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.streams import Stamp
 
+if TYPE_CHECKING:
+    from pipeline.session.message_rows import MessageRow
+
 Row = dict[str, Any]
+TableRow = Mapping[str, Any]  # a Row, or a row held otherwise and read by column name
 Body = tuple[int, str | None, str | None, bytes | None]
 
 # Headers with their own messages column; every other header is a "user header".
@@ -53,85 +59,14 @@ def parse_length(value: str | None) -> int | None:
     return length if length >= 0 else None
 
 
-def message_row(
-    session_id: str,
-    direction: str,
-    frame_index: int,
-    command: str,
-    headers: dict[str, str],
-    body: Body,
-    at: Stamp,
-    ack_mode: str | None,
-) -> Row:
-    get = headers.get
-    return {
-        "session_id": session_id,
-        "direction": direction,
-        "frame_index": frame_index,
-        "ts": at.ts,
-        "ts_ns": at.ts_ns,
-        "command": command,
-        "destination": get("destination"),
-        "message_id": get("message-id"),
-        "subscription": get("subscription"),
-        "ack_id": get("ack"),
-        "transaction": get("transaction"),
-        "transaction_outcome": None,
-        "content_type": get("content-type"),
-        "content_length": parse_length(get("content-length")),
-        "body_length": body[0],
-        "body_sha256": body[1],
-        "body_preview": body[2],
-        "body": body[3],
-        "receipt": get("receipt"),
-        "user_headers": user_headers(headers),
-        "ack_mode": ack_mode,
-        "ack_outcome": None,
-        "acked_at": None,
-        "acked_at_ns": None,
-        "ack_latency_ms": None,
-        "ack_frame_index": None,
-        "date": at.date,
-    }
-
-
-def settle_message(row: Row, outcome: str, at: Stamp | None, ack_frame_index: int | None) -> None:
-    row["ack_outcome"] = outcome
+def settle_message(
+    row: MessageRow, outcome: str, at: Stamp | None, ack_frame_index: int | None
+) -> None:
+    row.ack_outcome = outcome
     if at is not None:
-        row["acked_at"] = at.ts
-        row["acked_at_ns"] = at.ts_ns
-        row["ack_latency_ms"] = elapsed_ms(row["ts_ns"], at.ts_ns)
-        row["ack_frame_index"] = ack_frame_index
-
-
-def ack_row(
-    session_id: str,
-    frame_index: int,
-    command: str,
-    headers: dict[str, str],
-    ack_id: str | None,
-    at: Stamp,
-) -> Row:
-    get = headers.get
-    return {
-        "session_id": session_id,
-        "frame_index": frame_index,
-        "ts": at.ts,
-        "ts_ns": at.ts_ns,
-        "command": command,
-        "ack_id": ack_id,
-        "message_id": get("message-id"),
-        "subscription": get("subscription"),
-        "ack_mode": None,
-        "transaction": get("transaction"),
-        "transaction_outcome": None,
-        "acked_message_count": 0,
-        "delivered_at": None,
-        "delivered_at_ns": None,
-        "latency_ms": None,
-        "receipt": get("receipt"),
-        "date": at.date,
-    }
+        row.acked_at_ns = at.ts_ns
+        row.ack_latency_ms = elapsed_ms(row.ts_ns, at.ts_ns)
+        row.ack_frame_index = ack_frame_index
 
 
 def heartbeat_row(

@@ -7,10 +7,14 @@ ends with the transaction still open, which brokers treat as an abort) it acknow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.rows import Row
 from pipeline.session.streams import Stamp
+
+if TYPE_CHECKING:
+    from pipeline.session.message_rows import AckRow, MessageRow
 
 COMMITTED = "committed"
 ABORTED = "aborted"
@@ -21,7 +25,7 @@ UNFINISHED = "unfinished"
 class BoundAck:
     """An ACK/NACK inside a transaction, settled when the transaction ends."""
 
-    row: Row
+    row: AckRow
     keys: tuple[str | None, ...]
     at: Stamp
 
@@ -31,7 +35,7 @@ class Transaction:
     tx_id: str
     begin_frame_index: int | None
     began: Stamp
-    sends: list[Row] = field(default_factory=list)
+    sends: list[MessageRow] = field(default_factory=list)
     acks: list[BoundAck] = field(default_factory=list)
     ack_frames: int = 0
     nack_frames: int = 0

@@ -28,7 +28,7 @@ from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections, give_back_memory
 from pipeline.session import ModelOptions
 from pipeline.session.frame_rows import FrameRows, TableRows
-from pipeline.session.rows import Row
+from pipeline.session.rows import TableRow
 from pipeline.spark.carried_state import dump_state, load_state
 from pipeline.spark.packet_loop import packet_loop
 from pipeline.spark.payloads import PayloadFiles
@@ -288,7 +288,7 @@ class RunCounters:
         )
 
 
-def _state_batch(schema: pa.Schema, rows: list[Row], keys: list[str | None]) -> pa.RecordBatch:
+def _state_batch(schema: pa.Schema, rows: list[TableRow], keys: list[str | None]) -> pa.RecordBatch:
     n = len(rows)
     columns = {name: pa.nulls(n, schema.field(name).type) for name in schema.names}
     columns["kind"] = pa.array([STATE_KIND] * n, pa.string())

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.session.rows import TableRow
 from tests.pipeline.websocket.replay import Rows, commands, replay
 from tests.support.brokers import Broker  # the rabbitmq fixture comes from conftest.py
 
@@ -31,12 +32,12 @@ def _captured(out: Path) -> Rows:
     return replay(capture)
 
 
-def _session(rows: Rows, client_port: int) -> dict:
+def _session(rows: Rows, client_port: int) -> TableRow:
     [session] = [s for s in rows["sessions"] if s["client_port"] == client_port]
     return session
 
 
-def _of(rows: Rows, table: str, session: dict) -> list[dict]:
+def _of(rows: Rows, table: str, session: TableRow) -> list[TableRow]:
     return [r for r in rows[table] if r["session_id"] == session["session_id"]]
 
 

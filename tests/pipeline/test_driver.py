@@ -9,6 +9,7 @@ import numpy as np
 from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import ACK, FIN, SYN, TcpPacket
 from pipeline.session.frame_rows import TableRows
+from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
 
@@ -56,7 +57,7 @@ class Flow:
             tables[STATE_KIND] = [{"state": state}]
         return tables
 
-    def run_as_pieces(self, *, close_open: bool = True) -> dict[str, list[dict]]:
+    def run_as_pieces(self, *, close_open: bool = True) -> dict[str, list[TableRow]]:
         """The same packets as one flow piece through the Spark side's FlowRunner."""
         self.path.write_bytes(bytes(self.blob))
         key = flow_key(*CLIENT, *SERVER)
@@ -70,7 +71,7 @@ class Flow:
         runner = FlowRunner(RunnerConfig((str(self.path),), close_open=close_open))
         runner.feed_piece(Piece(key, 0, records))
         runner.close()
-        tables: dict[str, list[dict]] = {}
+        tables: dict[str, list[TableRow]] = {}
         for kind, rows, _keys in runner.drain():
             tables.setdefault(kind, []).extend(rows)
         return tables

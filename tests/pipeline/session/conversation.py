@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pipeline.session import Endpoint, ModelOptions, SessionModel
+from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from schemas import TABLES
 
@@ -34,7 +35,7 @@ class Conversation:
         )
         self.version = version  # encoding rules for frames after the handshake
         self.offsets = {"c2s": 0, "s2c": 0}
-        self.rows: dict[str, list[Row]] = {name: [] for name in TABLES}
+        self.rows: dict[str, list[TableRow]] = {name: [] for name in TABLES}
         self.script: list[tuple[str, tuple[Any, ...]]] = []
 
     # -- raw input, recorded ----------------------------------------------------------------
@@ -53,11 +54,11 @@ class Conversation:
     def close(self, direction: str, ms: float, how: str = "fin") -> None:
         self._do("on_close", direction, T0 + int(ms * MS), how)
 
-    def finish(self, ms: float, reason: str | None = None) -> dict[str, list[Row]]:
+    def finish(self, ms: float, reason: str | None = None) -> dict[str, list[TableRow]]:
         self._do("finish", T0 + int(ms * MS), reason)
         return self.drain()
 
-    def drain(self) -> dict[str, list[Row]]:
+    def drain(self) -> dict[str, list[TableRow]]:
         for name, rows in self.model.drain().items():
             self.rows[name].extend(rows)
         return self.rows
@@ -147,10 +148,10 @@ class Conversation:
 
 def replay(
     script: list[tuple[str, tuple[Any, ...]]], model: SessionModel, pickle_every: int = 0
-) -> tuple[SessionModel, dict[str, list[Row]]]:
+) -> tuple[SessionModel, dict[str, list[TableRow]]]:
     """Run a recorded script on ``model``; with ``pickle_every`` = n, the model is pickled and
     restored (as a new run would) after every n-th call, draining rows each time."""
-    rows: dict[str, list[Row]] = {name: [] for name in TABLES}
+    rows: dict[str, list[TableRow]] = {name: [] for name in TABLES}
     for number, (method, args) in enumerate(script, start=1):
         getattr(model, method)(*args)
         if pickle_every and number % pickle_every == 0:
@@ -162,7 +163,7 @@ def replay(
     return model, rows
 
 
-def only(rows: list[Row], **match: Any) -> list[Row]:
+def only(rows: list[TableRow], **match: Any) -> list[TableRow]:
     return [row for row in rows if all(row.get(k) == v for k, v in match.items())]
 
 

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from pipeline.session import ModelOptions
+from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from tests.pipeline.session.conversation import MS, T0, Conversation, only
 
 
-def _by_id(rows: list[dict]) -> dict[str, dict]:
+def _by_id(rows: list[TableRow]) -> dict[str, TableRow]:
     return {row["message_id"]: row for row in rows if row["command"] == "MESSAGE"}
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pipeline.session import ModelOptions, SessionModel, streams
 from pipeline.session import model as model_module
 from pipeline.session.frame_rows import TableRows
+from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from schemas import TABLES, load
 from tests.pipeline.session.conversation import (
@@ -640,7 +641,7 @@ def test_real_capture_with_a_trailing_lf_in_the_segment_after_its_nul() -> None:
     assert slow["sessions"][0]["s2c_heartbeats"] == 0
 
     # The connection driver that `stomp-lake run` uses gives the same.
-    driven: dict[str, list[dict]] = {"frames": [], "heartbeats": [], "sessions": []}
+    driven: dict[str, list[TableRow]] = {"frames": [], "heartbeats": [], "sessions": []}
     for flow in packets.values():
         driver = ConnectionDriver(DriverConfig(close_open=True))
         for item, payload in flow:

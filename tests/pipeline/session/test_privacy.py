@@ -15,6 +15,7 @@ from pipeline.session.privacy import (
     scrub,
     scrub_structure,
 )
+from pipeline.session.rows import TableRow
 from tests.pipeline.session.conversation import Conversation, only
 
 SECRET = "s3cret-pass"
@@ -56,7 +57,7 @@ def test_body_modes(
     assert body_fields(b"", ModelOptions(mode, preview_bytes)) == (0, None, None, None)
 
 
-def _session_with_secrets(options: ModelOptions) -> dict[str, list[dict]]:
+def _session_with_secrets(options: ModelOptions) -> dict[str, list[TableRow]]:
     talk = Conversation(options)
     talk.handshake(passcode=SECRET, login="alice")
     talk.subscribe(5, "0", "auto")
@@ -156,7 +157,7 @@ def test_scrub_masks_passcode_variants_spelled_out(text: str, expected: str) -> 
     assert scrub(text) == expected
 
 
-def _mid_stream_echo(options: ModelOptions) -> dict[str, list[dict]]:
+def _mid_stream_echo(options: ModelOptions) -> dict[str, list[TableRow]]:
     """A connection whose CONNECT was not captured: the broker's ERROR echoes the login."""
     talk = Conversation(options, mid_stream=True)
     talk.server(1, "ERROR", [("message", "login failed: passcode:echoed-1")], b"passcode:echoed-2")

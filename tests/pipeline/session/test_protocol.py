@@ -5,6 +5,7 @@ import pytest
 from pipeline.session import ModelOptions
 from pipeline.session.outbox import Outbox
 from pipeline.session.protocol import ProtocolState
+from pipeline.session.rows import TableRow
 from tests.pipeline.session.conversation import MS, T0, Conversation, only
 
 
@@ -24,7 +25,7 @@ def test_end_reason_prefers_stomp_endings_over_tcp_closes() -> None:
 # ---- how connections end, and ERROR frames --------------------------------------------------
 
 
-def _ended(script: str) -> tuple[dict, list[dict]]:
+def _ended(script: str) -> tuple[TableRow, list[TableRow]]:
     talk = Conversation()
     talk.handshake()
     if script == "disconnect_receipt":

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.session.rows import heartbeat_row, message_row, parse_length, settle_message
+from pipeline.session.rows import heartbeat_row, parse_length
 from pipeline.session.streams import make_stamp
 
 T0 = 1_700_000_000_000_000_000
@@ -20,12 +20,3 @@ def test_heartbeat_row_lateness_uses_the_configured_thresholds() -> None:
     assert (row["late_1x"], row["late_1_5x"], row["late_2x"]) == (True, False, False)
     row = heartbeat_row("s", "c2s", AT, 9, None, 1000, (1.0, 1.5, 2.0))
     assert row["lateness_ms"] is None and row["late_1x"] is None
-
-
-def test_message_row_splits_standard_and_user_headers_and_settles() -> None:
-    headers = {"destination": "/q", "message-id": "7", "content-length": "3", "priority": "4"}
-    row = message_row("s", "s2c", 3, "MESSAGE", headers, (3, "h", None, None), AT, "client")
-    assert row["destination"] == "/q" and row["content_length"] == 3
-    assert row["user_headers"] == {"priority": "4"}
-    settle_message(row, "ACK", make_stamp(T0 + 2_000_000), 9)
-    assert (row["ack_outcome"], row["ack_latency_ms"], row["ack_frame_index"]) == ("ACK", 2.0, 9)

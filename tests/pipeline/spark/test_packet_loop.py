@@ -18,6 +18,7 @@ import pytest
 import schemas
 from pipeline.driver import ConnectionDriver
 from pipeline.ingest import split_capture
+from pipeline.session.rows import TableRow
 from pipeline.spark.captures import read_split
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.packet_loop import feed_packets, packet_loop
@@ -63,7 +64,7 @@ def _pieces(paths: list[str]) -> list[dict]:
 
 def _run(
     paths: list[str], pieces: list[dict], loop: Any, monkeypatch: pytest.MonkeyPatch
-) -> tuple[list[tuple[Any, ...]], dict[str, list[dict]]]:
+) -> tuple[list[tuple[Any, ...]], dict[str, list[TableRow]]]:
     calls: list[tuple[Any, ...]] = []
 
     def driver(*args: Any) -> RecordingDriver:
@@ -78,7 +79,7 @@ def _run(
         if pieces:
             runner.feed_batch(pa.RecordBatch.from_pylist(pieces))
         runner.close()
-    tables: dict[str, list[dict]] = {name: [] for name in schemas.TABLES}
+    tables: dict[str, list[TableRow]] = {name: [] for name in schemas.TABLES}
     for kind, rows, _keys in runner.drain():
         if kind != STATE_KIND:
             tables[kind] += rows
@@ -87,7 +88,7 @@ def _run(
 
 def _both(
     paths: list[str], monkeypatch: pytest.MonkeyPatch, cut: int | None = None
-) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, list[dict]]]]:
+) -> Iterator[tuple[list[tuple[Any, ...]], dict[str, list[TableRow]]]]:
     pieces = _pieces(paths)
     if cut is not None:
         for path in paths:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 import schemas
 from pipeline.session.clock import to_datetime
+from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.table_files import (
     DICTIONARY_PAGE_BYTES,
@@ -129,9 +131,9 @@ def test_every_timestamp_column_has_an_exact_twin_in_nanoseconds() -> None:
                 assert twin.type == pa.int64(), (table, field.name)
 
 
-def _as_given(table: str, rows: list[dict]) -> pa.RecordBatch:
-    """The rows converted as they are, datetimes included."""
-    return pa.RecordBatch.from_struct_array(pa.array(rows, row_struct(table)))
+def _as_given(table: str, rows: Sequence[TableRow]) -> pa.RecordBatch:
+    """The rows converted as they read, datetimes included."""
+    return pa.RecordBatch.from_struct_array(pa.array([dict(r) for r in rows], row_struct(table)))
 
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segment
 from pipeline.session import Endpoint, SessionModel
+from pipeline.session.rows import TableRow
 from pipeline.websocket import Transport, apply
 from schemas import TABLES
 
-Rows = dict[str, list[dict[str, Any]]]
+Rows = dict[str, list[TableRow]]
 
 
 def replay(path: Path, broker_ports: tuple[int, ...] = ()) -> Rows:

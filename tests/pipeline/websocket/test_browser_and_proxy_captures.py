@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pipeline.session.rows import TableRow
 from tests.pipeline.websocket.replay import Rows, commands, replay
 from tests.pipeline.websocket.test_real_captures import _through_driver
 
@@ -29,19 +30,19 @@ def _record(capture: Path) -> dict[str, Any]:
     return json.loads(capture.with_suffix(".record.json").read_text())
 
 
-def _sessions(rows: Rows) -> list[dict]:
+def _sessions(rows: Rows) -> list[TableRow]:
     return sorted(rows["sessions"], key=lambda s: s["started_at_ns"])
 
 
-def _of(rows: Rows, table: str, session: dict) -> list[dict]:
+def _of(rows: Rows, table: str, session: TableRow) -> list[TableRow]:
     return [r for r in rows[table] if r["session_id"] == session["session_id"]]
 
 
-def _delivered(rows: Rows, session: dict) -> list[dict]:
+def _delivered(rows: Rows, session: TableRow) -> list[TableRow]:
     return [m for m in _of(rows, "messages", session) if m["command"] == "MESSAGE"]
 
 
-def _settled(rows: Rows, session: dict, command: str) -> list[str]:
+def _settled(rows: Rows, session: TableRow, command: str) -> list[str]:
     return sorted(a["ack_id"] for a in _of(rows, "acks", session) if a["command"] == command)
 
 

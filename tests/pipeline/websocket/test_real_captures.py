@@ -15,6 +15,7 @@ from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.reader import CaptureReader
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import flow_ends
+from pipeline.session.rows import TableRow
 from schemas import TABLES, load
 from tests.pipeline.websocket.replay import Rows, commands, replay
 
@@ -28,11 +29,11 @@ def rows() -> Rows:
     return replay(WEB_STOMP)
 
 
-def _sessions(rows: Rows) -> list[dict]:
+def _sessions(rows: Rows) -> list[TableRow]:
     return sorted(rows["sessions"], key=lambda s: s["started_at_ns"])
 
 
-def _of(rows: Rows, table: str, session: dict) -> list[dict]:
+def _of(rows: Rows, table: str, session: TableRow) -> list[TableRow]:
     return [r for r in rows[table] if r["session_id"] == session["session_id"]]
 
 

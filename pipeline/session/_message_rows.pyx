@@ -1,0 +1,207 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""`message_rows.MessageRow` and `AckRow` compiled: their slots as C fields, made and read out
+as columns without Python's attribute calls. The mapping by column name is `SlotRow`'s, which
+the Python classes made from these add (`message_rows.CompiledMessageRow`).
+
+`tests/pipeline/session/test_message_rows.py` holds the two twins to the same rows and columns.
+"""
+
+# Headers with a messages column of their own (`rows.MESSAGE_HEADERS`).
+from pipeline.session.rows import MESSAGE_HEADERS
+
+cdef tuple _MESSAGE_HEADER_NAMES = tuple(MESSAGE_HEADERS)
+
+
+cdef object _length(object value):
+    """rows.parse_length"""
+    if value is None:
+        return None
+    try:
+        length = int(value)
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+cdef dict _user_headers(dict headers):
+    """rows.user_headers"""
+    cdef dict user = headers.copy()
+    for name in _MESSAGE_HEADER_NAMES:
+        user.pop(name, None)
+    return user
+
+
+cdef class MessageSlots:
+    cdef public object session_id, direction, frame_index, ts_ns, command, destination
+    cdef public object message_id, subscription, ack_id, transaction, transaction_outcome
+    cdef public object content_type, content_length, body_length, body_sha256, body_preview
+    cdef public object body, receipt, user_headers, ack_mode, ack_outcome, acked_at_ns
+    cdef public object ack_latency_ms, ack_frame_index
+
+    @classmethod
+    def make(
+        cls,
+        session_id,
+        direction,
+        frame_index,
+        command,
+        dict headers not None,
+        tuple body not None,
+        ts_ns,
+        ack_mode,
+    ):
+        if len(body) != 4:
+            raise ValueError(f"a body is 4 values, not {len(body)}")
+        cdef MessageSlots row = MessageSlots.__new__(cls)
+        row.session_id = session_id
+        row.direction = direction
+        row.frame_index = frame_index
+        row.ts_ns = ts_ns
+        row.command = command
+        row.destination = headers.get("destination")
+        row.message_id = headers.get("message-id")
+        row.subscription = headers.get("subscription")
+        row.ack_id = headers.get("ack")
+        row.transaction = headers.get("transaction")
+        row.transaction_outcome = None
+        row.content_type = headers.get("content-type")
+        row.content_length = _length(headers.get("content-length"))
+        row.body_length = body[0]
+        row.body_sha256 = body[1]
+        row.body_preview = body[2]
+        row.body = body[3]
+        row.receipt = headers.get("receipt")
+        row.user_headers = _user_headers(headers)
+        row.ack_mode = ack_mode
+        row.ack_outcome = None
+        row.acked_at_ns = None
+        row.ack_latency_ms = None
+        row.ack_frame_index = None
+        return row
+
+    @staticmethod
+    def columns(list rows not None):
+        cdef list session_id = [], direction = [], frame_index = [], ts_ns = [], command = []
+        cdef list destination = [], message_id = [], subscription = [], ack_id = []
+        cdef list transaction = [], transaction_outcome = [], content_type = []
+        cdef list content_length = [], body_length = [], body_sha256 = [], body_preview = []
+        cdef list body = [], receipt = [], user_headers = [], ack_mode = [], ack_outcome = []
+        cdef list acked_at_ns = [], ack_latency_ms = [], ack_frame_index = []
+        cdef MessageSlots row
+        for item in rows:
+            row = <MessageSlots?>item
+            session_id.append(row.session_id)
+            direction.append(row.direction)
+            frame_index.append(row.frame_index)
+            ts_ns.append(row.ts_ns)
+            command.append(row.command)
+            destination.append(row.destination)
+            message_id.append(row.message_id)
+            subscription.append(row.subscription)
+            ack_id.append(row.ack_id)
+            transaction.append(row.transaction)
+            transaction_outcome.append(row.transaction_outcome)
+            content_type.append(row.content_type)
+            content_length.append(row.content_length)
+            body_length.append(row.body_length)
+            body_sha256.append(row.body_sha256)
+            body_preview.append(row.body_preview)
+            body.append(row.body)
+            receipt.append(row.receipt)
+            user_headers.append(row.user_headers)
+            ack_mode.append(row.ack_mode)
+            ack_outcome.append(row.ack_outcome)
+            acked_at_ns.append(row.acked_at_ns)
+            ack_latency_ms.append(row.ack_latency_ms)
+            ack_frame_index.append(row.ack_frame_index)
+        return (
+            session_id,
+            direction,
+            frame_index,
+            ts_ns,
+            command,
+            destination,
+            message_id,
+            subscription,
+            ack_id,
+            transaction,
+            transaction_outcome,
+            content_type,
+            content_length,
+            body_length,
+            body_sha256,
+            body_preview,
+            body,
+            receipt,
+            user_headers,
+            ack_mode,
+            ack_outcome,
+            acked_at_ns,
+            ack_latency_ms,
+            ack_frame_index,
+        )
+
+
+cdef class AckSlots:
+    cdef public object session_id, frame_index, ts_ns, command, ack_id, message_id
+    cdef public object subscription, ack_mode, transaction, transaction_outcome
+    cdef public object acked_message_count, delivered_at_ns, latency_ms, receipt
+
+    @classmethod
+    def make(cls, session_id, frame_index, command, dict headers not None, ack_id, ts_ns):
+        cdef AckSlots row = AckSlots.__new__(cls)
+        row.session_id = session_id
+        row.frame_index = frame_index
+        row.ts_ns = ts_ns
+        row.command = command
+        row.ack_id = ack_id
+        row.message_id = headers.get("message-id")
+        row.subscription = headers.get("subscription")
+        row.ack_mode = None
+        row.transaction = headers.get("transaction")
+        row.transaction_outcome = None
+        row.acked_message_count = 0
+        row.delivered_at_ns = None
+        row.latency_ms = None
+        row.receipt = headers.get("receipt")
+        return row
+
+    @staticmethod
+    def columns(list rows not None):
+        cdef list session_id = [], frame_index = [], ts_ns = [], command = [], ack_id = []
+        cdef list message_id = [], subscription = [], ack_mode = [], transaction = []
+        cdef list transaction_outcome = [], acked_message_count = [], delivered_at_ns = []
+        cdef list latency_ms = [], receipt = []
+        cdef AckSlots row
+        for item in rows:
+            row = <AckSlots?>item
+            session_id.append(row.session_id)
+            frame_index.append(row.frame_index)
+            ts_ns.append(row.ts_ns)
+            command.append(row.command)
+            ack_id.append(row.ack_id)
+            message_id.append(row.message_id)
+            subscription.append(row.subscription)
+            ack_mode.append(row.ack_mode)
+            transaction.append(row.transaction)
+            transaction_outcome.append(row.transaction_outcome)
+            acked_message_count.append(row.acked_message_count)
+            delivered_at_ns.append(row.delivered_at_ns)
+            latency_ms.append(row.latency_ms)
+            receipt.append(row.receipt)
+        return (
+            session_id,
+            frame_index,
+            ts_ns,
+            command,
+            ack_id,
+            message_id,
+            subscription,
+            ack_mode,
+            transaction,
+            transaction_outcome,
+            acked_message_count,
+            delivered_at_ns,
+            latency_ms,
+            receipt,
+        )
