@@ -11,6 +11,12 @@ The lean home is a folder of links to everything in PySpark's home, its ``jars``
 links to every jar but that one, made once per PySpark install beside the class archive (which
 is then made, and mapped, on the lean home's classpath). A caller's own ``SPARK_HOME`` is
 left alone, and so are sessions on a cluster.
+
+Its ``bin`` links PySpark's scripts but ``spark-class``, a copy whose launcher (the small JVM
+that only writes out the command of Spark's own JVM) has the launcher's jar for its classpath
+instead of all of them: it looked for its classes through 276 jars. The launcher's command is
+the same; it took 0.15-0.30 s against 0.06-0.07 s, and a session's start 1.91 against 1.78 s
+(6 alternated pairs). Where the script has no such line (another Spark release), it is linked.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from pathlib import Path
 from pipeline.spark.class_archive import archive_dir, pyspark_home
 
 LEFT_OUT = "spark-mllib_"  # not spark-mllib-local_ (linear algebra, no session extension)
+LAUNCHER_JAR = "spark-launcher_"
+LAUNCHER_CLASSPATH = 'LAUNCH_CLASSPATH="$SPARK_JARS_DIR/*"'  # in bin/spark-class
+LAYOUT = "2"  # of the home's folder: 2, with its own spark-class
 HOME_VARIABLE = "SPARK_HOME"
 
 
@@ -44,7 +53,7 @@ def lean_home() -> Path | None:
     jars = sorted(path.name for path in (source / "jars").glob("*.jar"))
     if not any(name.startswith(LEFT_OUT) for name in jars):
         return None
-    key = hashlib.sha256("\n".join([str(source), *jars]).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\n".join([LAYOUT, str(source), *jars]).encode()).hexdigest()[:16]
     target = archive_dir() / f"spark-home-{key}"
     if (target / "jars").is_dir():
         return target
@@ -67,9 +76,20 @@ def lean_home() -> Path | None:
 def _link(source: Path, home: Path) -> None:
     home.mkdir()
     for entry in source.iterdir():
-        if entry.name != "jars":
+        if entry.name not in ("jars", "bin"):
             (home / entry.name).symlink_to(entry)
     (home / "jars").mkdir()
     for jar in (source / "jars").iterdir():
         if not jar.name.startswith(LEFT_OUT):
             (home / "jars" / jar.name).symlink_to(jar)
+    launchers = [jar.name for jar in (source / "jars").glob(f"{LAUNCHER_JAR}*.jar")]
+    (home / "bin").mkdir()
+    for script in (source / "bin").iterdir():
+        if script.name == "spark-class" and len(launchers) == 1:
+            text = script.read_text()
+            if text.count(LAUNCHER_CLASSPATH) == 1:
+                own = f'LAUNCH_CLASSPATH="$SPARK_JARS_DIR/{launchers[0]}"'
+                (home / "bin" / script.name).write_text(text.replace(LAUNCHER_CLASSPATH, own))
+                (home / "bin" / script.name).chmod(0o755)
+                continue
+        (home / "bin" / script.name).symlink_to(script)

@@ -15,7 +15,17 @@ JARS = (
     "spark-core_2.13-4.2.0.jar",
     "spark-mllib_2.13-4.2.0.jar",
     "spark-mllib-local_2.13-4.2.0.jar",
+    "spark-launcher_2.13-4.2.0.jar",
 )
+SPARK_CLASS = """#!/usr/bin/env bash
+if [ -d "${SPARK_HOME}/jars" ]; then
+  SPARK_JARS_DIR="${SPARK_HOME}/jars"
+fi
+  LAUNCH_CLASSPATH="$SPARK_JARS_DIR/*"
+build_command() {
+  "$RUNNER" -Xmx128m $SPARK_LAUNCHER_OPTS -cp "$LAUNCH_CLASSPATH" org.apache.spark.launcher.Main
+}
+"""
 
 
 @pytest.fixture
@@ -24,6 +34,7 @@ def pyspark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / "jars").mkdir(parents=True)
     (home / "bin").mkdir()
     (home / "bin" / "spark-submit").write_text("#!/bin/sh\n")
+    (home / "bin" / "spark-class").write_text(SPARK_CLASS)
     for jar in JARS:
         (home / "jars" / jar).write_bytes(jar.encode())
     monkeypatch.setattr(module, "pyspark_home", lambda: home)
@@ -35,11 +46,34 @@ def pyspark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_lean_home_links_all_but_mllibs_jar(pyspark_home: Path) -> None:
     home = lean_home()
     assert home is not None and home.parent.name == "cache"
-    assert sorted(p.name for p in (home / "jars").iterdir()) == [JARS[0], JARS[2]]
+    assert sorted(p.name for p in (home / "jars").iterdir()) == sorted([JARS[0], JARS[2], JARS[3]])
     assert (home / "jars" / JARS[0]).resolve() == pyspark_home / "jars" / JARS[0]
-    assert (home / "bin").resolve() == pyspark_home / "bin"
+    assert (home / "bin" / "spark-submit").resolve() == pyspark_home / "bin" / "spark-submit"
     assert lean_home() == home  # made once
     assert [p.name for p in home.parent.iterdir()] == [home.name]  # nothing left aside
+
+
+def test_the_launcher_looks_for_its_classes_in_its_own_jar(pyspark_home: Path) -> None:
+    home = lean_home()
+    assert home is not None
+    script = home / "bin" / "spark-class"
+    assert not script.is_symlink() and os.access(script, os.X_OK)
+    own = f'LAUNCH_CLASSPATH="$SPARK_JARS_DIR/{JARS[3]}"'
+    assert script.read_text() == SPARK_CLASS.replace(
+        '"$SPARK_JARS_DIR/*"', f'"$SPARK_JARS_DIR/{JARS[3]}"'
+    )
+    assert own in script.read_text()
+
+
+@pytest.mark.parametrize("change", ["another script", "no launcher jar"])
+def test_a_spark_class_unlike_ours_is_linked(pyspark_home: Path, change: str) -> None:
+    if change == "another script":
+        (pyspark_home / "bin" / "spark-class").write_text('#!/bin/sh\nexec java "$@"\n')
+    else:
+        (pyspark_home / "jars" / JARS[3]).unlink()
+    home = lean_home()
+    assert home is not None
+    assert (home / "bin" / "spark-class").resolve() == pyspark_home / "bin" / "spark-class"
 
 
 def test_a_new_pyspark_gets_a_home_of_its_own(pyspark_home: Path) -> None:
