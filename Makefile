@@ -24,7 +24,12 @@ $(COMPILED): $(BIN)/stomp-lake $(COMPILED_FROM)
 	$(BIN)/python setup.py -q build_ext --inplace
 	touch $@
 
+# The package's own modules compiled to bytecode, as installing a wheel does: an editable install
+# leaves it to each first import, and under PYTHONDONTWRITEBYTECODE (as in many containers) to
+# every import of every run (the driver and the worker daemon compiled source at each start).
+# Incremental: a module is compiled again only when its source is newer.
 venv: $(BIN)/stomp-lake $(COMPILED)
+	$(BIN)/python -m compileall -q pipeline schemas capture
 
 # Airflow's own venv .venv-airflow from requirements-airflow.txt (instant when up to date)
 airflow:
