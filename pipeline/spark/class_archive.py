@@ -43,8 +43,8 @@ def archive_dir() -> Path:
 
 
 def archive_key() -> str | None:
-    """What the archive depends on, hashed: the JDK Spark will start and the jars' folder and
-    jars. None when either cannot be found (no archive is made or used then)."""
+    """What the archive depends on, hashed: the JDK Spark will start and PySpark's jars. None
+    when either cannot be found (no archive is made or used then)."""
     java = _java()
     jars = _spark_jars()
     if java is None or jars is None:
@@ -54,7 +54,6 @@ def archive_key() -> str | None:
     for part in (java, home / "lib" / "modules"):
         stat = part.stat() if part.exists() else None
         digest.update(f"{part}:{stat and stat.st_size}:{stat and stat.st_mtime_ns}\n".encode())
-    digest.update(f"{jars}\n".encode())  # the JVM maps it only for the classpath it was made on
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}\n".encode())
     return digest.hexdigest()[:16]

@@ -43,19 +43,7 @@ def test_the_key_changes_with_the_jdk_and_the_jars(install: Path) -> None:
     second = archive_key()
     assert second != first
     (install / "jdk" / "lib" / "modules").write_bytes(b"modules of another build")
-    third = archive_key()
-    assert third not in (first, second)
-
-
-def test_the_key_changes_with_the_jars_folder(
-    install: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The JVM maps an archive only on the classpath it was made on: the same jars linked from
-    another Spark home (`pipeline.spark.lean_home`) need an archive of their own."""
-    first = archive_key()
-    (install / "jars").rename(install / "other-home-jars")
-    monkeypatch.setattr(class_archive, "_spark_jars", lambda: install / "other-home-jars")
-    assert archive_key() not in (None, first)
+    assert archive_key() not in (first, second)
 
 
 def test_no_jdk_no_archive(install: Path, monkeypatch: pytest.MonkeyPatch) -> None:
