@@ -6,29 +6,7 @@ the Python classes made from these add (`message_rows.CompiledMessageRow`).
 `tests/pipeline/session/test_message_rows.py` holds the two twins to the same rows and columns.
 """
 
-# Headers with a messages column of their own (`rows.MESSAGE_HEADERS`).
-from pipeline.session.rows import MESSAGE_HEADERS
-
-cdef tuple _MESSAGE_HEADER_NAMES = tuple(MESSAGE_HEADERS)
-
-
-cdef object _length(object value):
-    """rows.parse_length"""
-    if value is None:
-        return None
-    try:
-        length = int(value)
-    except ValueError:
-        return None
-    return length if length >= 0 else None
-
-
-cdef dict _user_headers(dict headers):
-    """rows.user_headers"""
-    cdef dict user = headers.copy()
-    for name in _MESSAGE_HEADER_NAMES:
-        user.pop(name, None)
-    return user
+from pipeline.session.rows import parse_length, user_headers
 
 
 cdef class MessageSlots:
@@ -65,13 +43,13 @@ cdef class MessageSlots:
         row.transaction = headers.get("transaction")
         row.transaction_outcome = None
         row.content_type = headers.get("content-type")
-        row.content_length = _length(headers.get("content-length"))
+        row.content_length = parse_length(headers.get("content-length"))
         row.body_length = body[0]
         row.body_sha256 = body[1]
         row.body_preview = body[2]
         row.body = body[3]
         row.receipt = headers.get("receipt")
-        row.user_headers = _user_headers(headers)
+        row.user_headers = user_headers(headers)
         row.ack_mode = ack_mode
         row.ack_outcome = None
         row.acked_at_ns = None

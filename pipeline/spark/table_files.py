@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -62,13 +63,14 @@ def row_batch(table: str, rows: Iterable[TableRow]) -> pa.RecordBatch:
     conversion's time (flow pass on 116 MB: 0.26 against 0.34 s of 2.0 s)."""
     if isinstance(rows, FrameRows):
         return frame_batch(rows)
-    if isinstance(rows, list) and rows and isinstance(rows[0], SlotRow):
+    rows = list(rows)
+    if rows and isinstance(rows[0], SlotRow):
         kind = type(rows[0])
         if table == kind.TABLE and all(type(row) is kind for row in rows):
-            return slot_batch(table, rows)
-        rows = [dict(row) if isinstance(row, SlotRow) else row for row in rows]
+            return slot_batch(table, cast("list[SlotRow]", rows))
+    dicts = [dict(row) if isinstance(row, SlotRow) else row for row in rows]
     struct = row_struct(table)
-    converted = pa.RecordBatch.from_struct_array(pa.array(list(rows), _converted_struct(table)))
+    converted = pa.RecordBatch.from_struct_array(pa.array(dicts, _converted_struct(table)))
     columns = [
         _micros(converted.column(f"{f.name}{NS_SUFFIX}")).cast(f.type)
         if pa.types.is_timestamp(f.type)

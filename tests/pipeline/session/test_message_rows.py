@@ -155,6 +155,7 @@ def test_the_writer_converts_the_columns_as_it_converts_the_rows_as_dicts(
     for table, rows in (("messages", _messages(kinds[0])), ("acks", _acks(kinds[1]))):
         as_dicts: list[Any] = [dict(r) for r in rows]
         assert row_batch(table, rows).equals(row_batch(table, as_dicts)), table
+        assert row_batch(table, iter(rows)).equals(row_batch(table, as_dicts)), table
         mixed: list[Any] = [rows[0], as_dicts[1]]  # not all held in slots: converted as dicts
         assert row_batch(table, mixed).equals(row_batch(table, as_dicts[:2])), table
 
