@@ -9,7 +9,7 @@ it does the frames' lists (`pipeline.spark.table_files.slot_batch`). ``_message_
 the compiled twin of the slots and of `make` and `columns`.
 
 The timestamp columns (``ts``, ``acked_at``, ``delivered_at``) and ``date`` are not held: they
-are made from the ``*_ns`` twins, by the writer as Arrow arrays and, read by name, as datetimes.
+are made from their ``_ns`` twins, by the writer as Arrow arrays and, read by name, as datetimes.
 Read by name, a row is a mapping of its table's columns but ``batch_id``, as the other tables'
 dict rows are.
 """
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import schemas
 from pipeline.compiled import load
 from pipeline.session.clock import to_datetime
-from pipeline.session.rows import Body, parse_length, user_headers
+from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, Body, parse_length, user_headers
 
 MESSAGE_FIELDS: tuple[str, ...] = (
     "session_id",
@@ -67,13 +67,6 @@ ACK_FIELDS: tuple[str, ...] = (
     "latency_ms",
     "receipt",
 )
-# Columns made from a held one: a timestamp from its nanoseconds, the date from ``ts``'s.
-TIMESTAMP_TWINS: dict[str, str] = {
-    "ts": "ts_ns",
-    "acked_at": "acked_at_ns",
-    "delivered_at": "delivered_at_ns",
-}
-DATE_COLUMN = "date"
 
 
 class SlotRow(Mapping[str, Any]):
@@ -90,13 +83,16 @@ class SlotRow(Mapping[str, Any]):
         def columns(rows: list[Any]) -> tuple[list[Any], ...]:
             """The held columns of ``rows``, all of this kind, in the order of `FIELDS`."""
 
+    ts_ns: int  # held by every kind: ``ts`` and the date are made from it
+
     def __getitem__(self, name: str) -> Any:
+        """A held column, or a timestamp made from its held ``_ns`` twin, or the date."""
         if name in self.FIELDS:
             return getattr(self, name)
         if name == DATE_COLUMN:
-            return to_datetime(getattr(self, "ts_ns")).date()  # noqa: B009 - a twin's slot
-        twin = TIMESTAMP_TWINS.get(name)
-        if twin is None or twin not in self.FIELDS:
+            return to_datetime(self.ts_ns).date()
+        twin = f"{name}{NS_SUFFIX}"
+        if twin not in self.FIELDS:
             raise KeyError(name)
         ns = getattr(self, twin)
         return None if ns is None else to_datetime(ns)

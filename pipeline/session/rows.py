@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from pipeline.session.message_rows import MessageRow
 
 Row = dict[str, Any]
+NS_SUFFIX = "_ns"  # a timestamp column's exact twin: ts and ts_ns, acked_at and acked_at_ns
+DATE_COLUMN = "date"  # the UTC date of the row's ``ts``
 TableRow = Mapping[str, Any]  # a Row, or a row held otherwise and read by column name
 Body = tuple[int, str | None, str | None, bytes | None]
 

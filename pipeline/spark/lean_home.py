@@ -85,11 +85,18 @@ def _link(source: Path, home: Path) -> None:
     launchers = [jar.name for jar in (source / "jars").glob(f"{LAUNCHER_JAR}*.jar")]
     (home / "bin").mkdir()
     for script in (source / "bin").iterdir():
-        if script.name == "spark-class" and len(launchers) == 1:
-            text = script.read_text()
-            if text.count(LAUNCHER_CLASSPATH) == 1:
-                own = f'LAUNCH_CLASSPATH="$SPARK_JARS_DIR/{launchers[0]}"'
-                (home / "bin" / script.name).write_text(text.replace(LAUNCHER_CLASSPATH, own))
-                (home / "bin" / script.name).chmod(0o755)
-                continue
-        (home / "bin" / script.name).symlink_to(script)
+        own = _on_launcher_jar(script, launchers) if script.name == "spark-class" else None
+        if own is None:
+            (home / "bin" / script.name).symlink_to(script)
+        else:
+            (home / "bin" / script.name).write_text(own)
+            (home / "bin" / script.name).chmod(0o755)
+
+
+def _on_launcher_jar(spark_class: Path, launchers: list[str]) -> str | None:
+    """``spark-class`` with its launcher's classpath the launcher's one jar; None where there
+    is not exactly one such jar, or the script does not name the classpath as expected."""
+    text = spark_class.read_text()
+    if len(launchers) != 1 or text.count(LAUNCHER_CLASSPATH) != 1:
+        return None
+    return text.replace(LAUNCHER_CLASSPATH, f'LAUNCH_CLASSPATH="$SPARK_JARS_DIR/{launchers[0]}"')

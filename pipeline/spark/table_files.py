@@ -25,14 +25,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import schemas
-from pipeline.session.frame_rows import FrameRows, TableRows, new_table_rows
-from pipeline.session.message_rows import DATE_COLUMN, TIMESTAMP_TWINS, SlotRow
-from pipeline.session.rows import TableRow
+from pipeline.session.frame_rows import FRAME_COLUMNS, FrameRows, TableRows, new_table_rows
+from pipeline.session.message_rows import SlotRow
+from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, TableRow
 
 COMPRESSION = "zstd"
 ROW_GROUP_ROWS = 20_000  # rows held per table before they are written as a row group
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-NS_SUFFIX = "_ns"  # a timestamp column's exact twin: ts and ts_ns, acked_at and acked_at_ns
 # A column chunk's values are dictionary-encoded until its dictionary reaches this size, then
 # written plain. Under Arrow's 1 MB a row group's column of distinct values (ids, digests,
 # offsets) kept a dictionary as large as its values, plus an index per row. 32 KB keeps one for
@@ -97,39 +96,32 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
         )
     else:
         headers = pa.array(rows.column("headers"), fields["headers"].type)
-    ts_ns = pa.array(rows.column("ts_ns"), pa.int64())
-    ts_end_ns = pa.array(rows.column("ts_end_ns"), pa.int64())
-    ts = _micros(ts_ns).cast(fields["ts"].type)
-    made = {
-        "headers": headers,
-        "header_list": header_list,
-        "ts": ts,
-        "ts_ns": ts_ns,
-        "ts_end": _micros(ts_end_ns).cast(fields["ts_end"].type),
-        "ts_end_ns": ts_end_ns,
-        "date": ts.cast(fields["date"].type),  # UTC's, as the rows' dates
-    }
-    columns = [
-        made[f.name] if f.name in made else pa.array(rows.column(f.name), f.type) for f in struct
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
+    made = {"headers": headers, "header_list": header_list}
+    for name in FRAME_COLUMNS:
+        if name not in made:
+            made[name] = pa.array(rows.column(name), fields[name].type)
+    return _with_times(struct, made)
 
 
 def slot_batch(table: str, rows: list[SlotRow]) -> pa.RecordBatch:
     """`row_batch` of rows held in slots, all of one kind (`pipeline.session.message_rows`):
-    each held column taken out of the rows and converted at once; the timestamps and the date
-    made from the ``*_ns`` columns."""
+    each held column taken out of the rows and converted at once."""
     struct = row_struct(table)
-    fields = {f.name: f for f in struct}
     kind = type(rows[0])
     made = {
-        name: pa.array(values, fields[name].type)
+        name: pa.array(values, struct.field(name).type)
         for name, values in zip(kind.FIELDS, kind.columns(rows), strict=True)
     }
-    for name, twin in TIMESTAMP_TWINS.items():
-        if name in fields:
-            made[name] = _micros(made[twin]).cast(fields[name].type)
-    made[DATE_COLUMN] = made["ts"].cast(fields[DATE_COLUMN].type)  # UTC's, as the rows' dates
+    return _with_times(struct, made)
+
+
+def _with_times(struct: pa.StructType, made: dict[str, pa.Array]) -> pa.RecordBatch:
+    """The batch of ``struct`` from its held columns (``made``): each timestamp column made
+    from its ``_ns`` twin, the date from ``ts`` (UTC's, as the rows' dates)."""
+    for field in struct:
+        if pa.types.is_timestamp(field.type):
+            made[field.name] = _micros(made[f"{field.name}{NS_SUFFIX}"]).cast(field.type)
+    made[DATE_COLUMN] = made["ts"].cast(struct.field(DATE_COLUMN).type)
     return pa.RecordBatch.from_arrays(
         [made[f.name] for f in struct], schema=pa.schema(list(struct))
     )
