@@ -14,7 +14,8 @@ Two threads that import modules at once can deadlock on a circular import (CPyth
 one of the imports). So the preload runs only while the run's other threads import nothing
 (`IMPORTED_FIRST` are imported before it starts; tests/pipeline/validation/test_preload.py
 records every import of a run, with and without a live progress display), and it is joined
-before the run goes on.
+before the run goes on. The modules GX imports and our suites never use are left to their first
+use (`pipeline.validation.deferred`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import importlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from pipeline.validation.deferred import deferring
 
 THREAD_NAME = "stomp-lake-preload-gx"
 # Imported lazily by the standard library where the run's thread would meet it in the block: the
@@ -56,7 +59,8 @@ def preloading(enabled: bool = True) -> Iterator[None]:
 
 def _import_gate() -> None:
     try:
-        for name in PRELOADED:
-            importlib.import_module(name)
+        with deferring():
+            for name in PRELOADED:
+                importlib.import_module(name)
     except Exception:  # noqa: BLE001,S110  the gate imports it again and reports the error
         pass
