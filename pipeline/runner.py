@@ -298,7 +298,8 @@ def _run_batch(
     from pipeline.spark.anomalies import capture_anomaly_rows
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
-    from pipeline.spark.placement import outweighs_a_task, ranges
+    from pipeline.spark.placement import outweighs_a_task, ranges, task_count
+    from pipeline.spark.session import compact_local_heap
     from pipeline.spark.summary import capture_summary, flow_output
     from pipeline.spark.table_files import write_table_rows
     from pipeline.spark.task_counters import TaskCounters
@@ -326,9 +327,10 @@ def _run_batch(
     with preloading(config.validate):
         # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
         summary = capture_summary(packets)
+        compact_local_heap(spark)  # before the flow pass: see its docstring
         stats = summary.stats
-        partitions = max(2, spark.sparkContext.defaultParallelism * 2)
         weights, packet_count = summary.flow_weights, stats.get("tcp_packets", 0)
+        partitions = task_count(spark.sparkContext.defaultParallelism, packet_count)
         cuts = ranges(weights, packet_count, partitions)
         # The flow pass's tasks write the tables' Parquet into these folders themselves.
         folders = staging_folders(lake, batch_id, schemas.TABLES)

@@ -13,11 +13,17 @@ The daemon also imports, before it forks any worker, the modules every worker of
 per task slot and stage (6 for `stomp-lake run` on 2 cores), and each imported them itself:
 0.5-0.75 s of CPU each (pandas among them, which pyarrow imports at its first conversion of a
 Python list). 0.58 GB: 12.7-13.4 s against 13.3-14.4 s, runs alternated.
+
+What the daemon holds by then is frozen out of the cyclic collector (`gc.freeze`, as Python's
+documentation advises before forking): a worker collects in full after every task, and each
+full collection wrote to the header of every object it inherited, copying the daemon's pages
+into the worker. The workers' PSS at a run's peak, 0.58 GB: 400 against 437 MB.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import sys
 
@@ -42,5 +48,8 @@ if __name__ == "__main__":
         with contextlib.suppress(Exception):
             importlib.import_module(name)
     from pyspark.daemon import manager
+
+    gc.collect()
+    gc.freeze()
 
     manager()

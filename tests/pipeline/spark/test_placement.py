@@ -18,6 +18,7 @@ from pipeline.spark.placement import (
     route,
     routing_values,
     spark_hash_long,
+    task_count,
 )
 
 KEYS = [
@@ -110,3 +111,12 @@ def test_a_flow_outweighs_a_task_when_it_has_more_than_an_equal_share() -> None:
     assert outweighs_a_task({"big": 300, "small": 10}, 1000, 4)
     assert not outweighs_a_task({"a": 250, "b": 250}, 1000, 4)
     assert not outweighs_a_task({}, 0, 4)
+
+
+def test_tasks_are_two_a_core_and_more_in_whole_waves_as_packets_outgrow_a_tasks_share() -> None:
+    assert task_count(1, 0) == 2
+    assert task_count(2, 0) == 4
+    assert task_count(2, 2_000_000, task_packets=500_000) == 4
+    assert task_count(2, 2_000_001, task_packets=500_000) == 6
+    assert task_count(2, 3_320_743, task_packets=500_000) == 8
+    assert task_count(3, 10_000_000, task_packets=500_000) == 21

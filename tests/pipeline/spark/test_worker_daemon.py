@@ -48,3 +48,15 @@ def test_workers_start_with_the_preloaded_modules(spark: SparkSession) -> None:
     rdd = spark.sparkContext.parallelize([0, 1], 2)
     found = rdd.mapPartitions(_preloaded_before_the_task).collect()
     assert found == [list(PRELOADED)] * 2
+
+
+def _frozen_objects(rows: Iterable[int]) -> Iterator[int]:
+    import gc
+
+    yield gc.get_freeze_count()
+
+
+def test_workers_inherit_the_daemons_objects_frozen(spark: SparkSession) -> None:
+    """Never walked by a worker's collections: its copy-on-write pages stay the daemon's."""
+    found = spark.sparkContext.parallelize([0], 1).mapPartitions(_frozen_objects).collect()
+    assert found and found[0] > 10_000
