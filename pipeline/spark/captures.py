@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 from pipeline.ingest import CaptureAnomaly, CaptureReader, CaptureSplit, TcpPacket, split_capture
 from pipeline.ingest.scan import new_scanner
-from pipeline.spark.pieces import Piece, PieceBuilder, flow_key
+from pipeline.spark.pieces import Piece, PieceBuilder, flow_key, pack, unpack
 from pipeline.spark.placement import heaviest
 
 __all__ = [
@@ -45,7 +45,7 @@ PIECE_SCHEMA = pa.schema(
         ("ts_ns", pa.int64()),  # a piece's first packet (see Piece.first)
         ("record_offset", pa.int64()),  # ... and its record; an anomaly's offset
         ("packet_count", pa.int32()),
-        ("packets", pa.binary()),  # PACKET_DTYPE records
+        ("packets", pa.binary()),  # PACKET_DTYPE records, compressed (`pieces.pack`)
         ("detail", pa.string()),  # anomaly kind and detail, or stats as JSON (with the
         # split's heaviest flows: `pipeline.spark.placement`)
     ]
@@ -86,7 +86,7 @@ def _piece_batch(pieces: list[Piece]) -> pa.RecordBatch:
             "ts_ns": [first[0] for first in firsts],
             "record_offset": [first[2] for first in firsts],
             "packet_count": [len(piece.packets) for piece in pieces],
-            "packets": [piece.packets.tobytes() for piece in pieces],
+            "packets": [pack(piece.packets) for piece in pieces],
             "detail": pa.nulls(n, pa.string()),
         },
         schema=PIECE_SCHEMA,
@@ -175,7 +175,8 @@ def packets_by_flow(
     for batch in batches:
         for row in batch.to_pylist():
             if row["record_type"] == "piece":
-                flows.setdefault((row["file_id"], row["flow_key"]), []).append(row["packets"])
+                records = unpack(row["packets"], row["packet_count"]).tobytes()
+                flows.setdefault((row["file_id"], row["flow_key"]), []).append(records)
             else:
                 side.append(
                     (row["record_type"], row["file_id"], row["record_offset"], row["detail"])

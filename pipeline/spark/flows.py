@@ -98,14 +98,19 @@ class FlowRunner:
 
     # -- input -------------------------------------------------------------------------------
     def feed_batch(self, batch: pa.RecordBatch) -> None:
-        """A batch of the sorted stream: columns record_type, flow_key, file_id, packets, state."""
+        """A batch of the sorted stream: columns record_type, flow_key, file_id, packet_count,
+        packets, state."""
         names = batch.schema.names
         nulls = [None] * batch.num_rows
         columns = [
             batch.column(name).to_pylist() if name in names else nulls
             for name in ("record_type", "flow_key", "file_id", "state")
         ]
-        packets = unpack_column(batch.column("packets")) if "packets" in names else nulls
+        packets = (
+            unpack_column(batch.column("packets"), batch.column("packet_count"))
+            if "packets" in names
+            else nulls
+        )
         for record_type, key, file_id, state, piece in zip(*columns, packets, strict=True):
             if key != self._key:
                 self._end_flow()
@@ -332,7 +337,7 @@ def flow_pass(
     config.table_folders()  # refused here rather than in every task
 
     stream = packets.where(F.col("record_type") == "piece").select(
-        "record_type", "flow_key", "file_id", "ts_ns", "record_offset", "packets"
+        "record_type", "flow_key", "file_id", "ts_ns", "record_offset", "packet_count", "packets"
     )
     if state is not None:
         stream = stream.unionByName(state, allowMissingColumns=True)

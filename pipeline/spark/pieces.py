@@ -7,6 +7,12 @@ packets. The flow pass gets a flow's pieces sorted by their first packet and mer
 into the one order packets are fed in: (capture time, file, record offset), whatever file or
 split they came from.
 
+A piece's records travel compressed (`pack`, zstd at level 1): they are a third of their size
+(a 125 MB split's pieces 2.8 against 8.8 MB), for 30 ms of the split's task to pack and 15 ms of
+the flow pass to unpack. Every byte of them is handed to the JVM, cached on disk, shuffled and
+sorted in the JVM's heap before the flow pass: `stomp-lake run` on 2.26 GB, runs alternated,
+used 6.9-7.2 s of JVM CPU against 8.8-9.4 s, and took 25.6-27.4 s against 26.1-27.9 s.
+
 Endpoints are stored once per piece in canonical order (the smaller (ip, port) first, as
 `flow_key`); each packet says whether it travels from the first endpoint to the second
 (`reverse` = 0) or back.
@@ -29,8 +35,8 @@ if TYPE_CHECKING:
     from pipeline.ingest.scan import PacketScanner
 
 __all__ = [
-    "PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "unpack",
-    "unpack_column",
+    "PACKET_DTYPE", "Piece", "PieceBuilder", "PieceMerger", "flow_key", "key_ends", "pack",
+    "unpack", "unpack_column",
 ]  # fmt: skip
 
 PACKET_DTYPE = np.dtype(
@@ -49,6 +55,7 @@ PACKET_DTYPE = np.dtype(
     ]
 )
 assert PACKET_DTYPE.itemsize == 48
+PACK_CODEC = ("zstd", 1)  # codec and level of `pack`
 
 
 @dataclass(slots=True)
@@ -191,23 +198,45 @@ def _scanned_flows(
     return flow_of_pair[inverse], reverse_of_pair[inverse], list(ends_index)
 
 
-def unpack(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype=PACKET_DTYPE)
+def pack(packets: np.ndarray) -> bytes:
+    """A piece's records (`PACKET_DTYPE`), compressed; `unpack` with their count undoes it."""
+    raw = np.ascontiguousarray(packets).view(np.uint8)
+    return _codec().compress(raw, asbytes=True)
 
 
-def unpack_column(column: pa.Array) -> list[np.ndarray | None]:
-    """Each cell of a binary column of packed packets (None for a null), as `unpack` gives it
-    but over the column's own buffer: a batch of pieces is not copied into Python bytes."""
+def unpack(blob: bytes | pa.Buffer, count: int) -> np.ndarray:
+    """The ``count`` records `pack` made ``blob`` of (read-only)."""
+    if not count:
+        return np.empty(0, dtype=PACKET_DTYPE)
+    size = count * PACKET_DTYPE.itemsize
+    return np.frombuffer(_codec().decompress(blob, decompressed_size=size), dtype=PACKET_DTYPE)
+
+
+def unpack_column(column: pa.Array, counts: pa.Array) -> list[np.ndarray | None]:
+    """Each cell of a binary column of packed pieces (None for a null), with its packets'
+    ``counts``, as `unpack` gives it: each cell decompressed straight from the column's buffer,
+    not copied into Python bytes first."""
     _validity, offsets_buffer, data = column.buffers()
     width = np.int64 if pa.types.is_large_binary(column.type) else np.int32
     start = column.offset
     offsets = np.frombuffer(offsets_buffer, width)[start : start + len(column) + 1].tolist()
-    body = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
     nulls = column.is_null().to_pylist() if column.null_count else [False] * len(column)
     return [
-        None if null else body[begin:end].view(PACKET_DTYPE)
-        for null, begin, end in zip(nulls, offsets, offsets[1:], strict=False)
+        None if null else unpack(data.slice(begin, end - begin), count)
+        for null, begin, end, count in zip(
+            nulls, offsets, offsets[1:], counts.to_pylist(), strict=False
+        )
     ]
+
+
+_CODEC: pa.Codec | None = None
+
+
+def _codec() -> pa.Codec:
+    global _CODEC
+    if _CODEC is None:
+        _CODEC = pa.Codec(PACK_CODEC[0], compression_level=PACK_CODEC[1])
+    return _CODEC
 
 
 class PieceMerger:

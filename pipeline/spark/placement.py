@@ -29,12 +29,12 @@ if TYPE_CHECKING:
 # small, and counts as spread by the hash).
 REPORTED_FLOWS = 1024
 PLACED_FLOWS = 4096  # the heaviest flows of a batch placed by their hash; the rest count as spread
-# A flow pass task's share of the packets, where the flows allow: Spark sorts a task's pieces (48
-# bytes a packet) in the JVM's memory before the first of them reaches Python, and with a fixed
-# number of tasks that sort grew with the input. A local JVM keeps those pages in its heap for
-# the task's length, so they outlive a young collection into the old generation: 2.26 GB in 4
-# tasks, 100 MB of it (75 -> 176 MB). The tasks grow in number instead (`task_count`): 2.26 GB
-# in 8 tasks of about 415,000 packets, the same time.
+# A flow pass task's share of the packets, where the flows allow: Spark sorts a task's pieces in
+# the JVM's memory before the first of them reaches Python, and with a fixed number of tasks that
+# sort grew with the input. A local JVM keeps its pages in its heap for the task's length, so
+# they outlive a young collection into the old generation: 2.26 GB in 4 tasks, its pieces not
+# yet compressed (`pipeline.spark.pieces.pack`), 100 MB of it (75 -> 176 MB). The tasks grow in
+# number instead (`task_count`): 2.26 GB in 8 tasks of about 415,000 packets, the same time.
 TASK_PACKETS = 500_000
 SPARK_HASH_SEED = 42
 _HASH_SPACE = 1 << 64

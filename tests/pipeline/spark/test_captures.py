@@ -33,7 +33,7 @@ def _packets_of(rows: list[dict]) -> list[TcpPacket]:
         if row["record_type"] != "piece":
             continue
         ip_a, port_a, ip_b, port_b = key_ends(row["flow_key"])
-        records = unpack(row["packets"])
+        records = unpack(row["packets"], row["packet_count"])
         assert len(records) == row["packet_count"]
         first = int(np.argmin(records["ts_ns"]))
         assert (row["ts_ns"], row["record_offset"]) == (

@@ -15,6 +15,7 @@ from pipeline.spark.pieces import (
     PieceMerger,
     flow_key,
     key_ends,
+    pack,
     unpack,
     unpack_column,
 )
@@ -42,7 +43,7 @@ def test_builder_packs_each_flow_once_with_its_direction() -> None:
     assert [p.key for p in pieces] == sorted([flow_key(*A, *B), "10.0.0.2|61613|10.9.9.9|1"])
     stomp = next(p for p in pieces if p.key == flow_key(*A, *B))
     assert stomp.file_id == 3 and stomp.packets["reverse"].tolist() == [0, 1]
-    assert unpack(stomp.packets.tobytes()).tolist() == stomp.packets.tolist()
+    assert unpack(pack(stomp.packets), 2).tolist() == stomp.packets.tolist()
     assert stomp.first == (10, 3, 0)
     assert list(builder.pieces()) == []
 
@@ -52,21 +53,30 @@ def test_builder_packs_each_flow_once_with_its_direction() -> None:
     st.integers(0, 3),
     st.booleans(),
 )
-def test_a_column_of_pieces_unpacks_without_copies_as_each_cell_would(
+def test_a_column_of_pieces_unpacks_as_each_cell_would(
     sizes: list[int | None], skip: int, large: bool
 ) -> None:
-    cells = [
-        None if size is None else _piece(0, list(range(size)), list(range(size))).packets.tobytes()
-        for size in sizes
-    ]
+    pieces = [None if n is None else _piece(0, list(range(n)), list(range(n))) for n in sizes]
+    cells = [None if piece is None else pack(piece.packets) for piece in pieces]
     column = pa.array(cells, pa.large_binary() if large else pa.binary())[skip:]
-    unpacked = unpack_column(column)
+    counts = pa.array([None if n is None else n for n in sizes], pa.int32())[skip:]
+    unpacked = unpack_column(column, counts)
     assert len(unpacked) == len(column)
-    for got, cell in zip(unpacked, cells[skip:], strict=True):
-        assert (got is None) == (cell is None)
-        if got is not None and cell is not None:
-            assert got.tolist() == unpack(cell).tolist()
-            assert len(got) == 0 or not got.flags.owndata  # a view over the column's buffer
+    for got, piece in zip(unpacked, pieces[skip:], strict=True):
+        assert (got is None) == (piece is None)
+        if got is not None and piece is not None:
+            assert got.tolist() == piece.packets.tolist()
+
+
+def test_packed_records_are_smaller_and_come_back_whole() -> None:
+    records = np.zeros(1000, dtype=PACKET_DTYPE)
+    records["ts_ns"] = np.arange(1000) * 1_000 + 1_736_935_200_000_000_000
+    records["payload_offset"] = np.arange(1000) * 1_500 + 24
+    records["seq"] = np.arange(1000) * 1_448
+    blob = pack(records)
+    assert len(blob) < records.nbytes / 2
+    assert unpack(blob, 1000).tobytes() == records.tobytes()
+    assert len(unpack(pack(records[:0]), 0)) == 0
 
 
 def _piece(file_id: int, times: list[int], offsets: list[int]) -> Piece:
