@@ -33,9 +33,11 @@ PLACED_FLOWS = 4096  # the heaviest flows of a batch placed by their hash; the r
 # the JVM's memory before the first of them reaches Python, and with a fixed number of tasks that
 # sort grew with the input. A local JVM keeps its pages in its heap for the task's length, so
 # they outlive a young collection into the old generation: 2.26 GB in 4 tasks, its pieces not
-# yet compressed (`pipeline.spark.pieces.pack`), 100 MB of it (75 -> 176 MB). The tasks grow in
-# number instead (`task_count`): 2.26 GB in 8 tasks of about 415,000 packets, the same time.
-TASK_PACKETS = 500_000
+# yet compressed (`pipeline.spark.pieces.pack`), 100 MB of it (75 -> 176 MB). So the tasks grow
+# in number (`task_count`) past a million packets a task (about 16 MB of compressed pieces). Not
+# sooner: each task opens its own files and writers, and 2.26 GB (3.3 million packets) in 8
+# tasks took 26.9-28.6 s against 27.1-27.6 s in 4, runs alternated.
+TASK_PACKETS = 1_000_000
 SPARK_HASH_SEED = 42
 _HASH_SPACE = 1 << 64
 _LOWEST = -(1 << 63)
