@@ -299,7 +299,6 @@ def _run_batch(
     from pipeline.spark.captures import packets_frame
     from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
     from pipeline.spark.placement import outweighs_a_task, ranges, task_count
-    from pipeline.spark.session import compact_local_heap
     from pipeline.spark.summary import capture_summary, flow_output
     from pipeline.spark.table_files import write_table_rows
     from pipeline.spark.task_counters import TaskCounters
@@ -327,7 +326,6 @@ def _run_batch(
     with preloading(config.validate):
         # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
         summary = capture_summary(packets)
-        compact_local_heap(spark)  # before the flow pass: see its docstring
         stats = summary.stats
         weights, packet_count = summary.flow_weights, stats.get("tcp_packets", 0)
         partitions = task_count(spark.sparkContext.defaultParallelism, packet_count)

@@ -194,21 +194,6 @@ def build_spark(
     return spark
 
 
-def compact_local_heap(spark: SparkSession) -> None:
-    """A full collection of a local run's JVM heap, between the capture pass and the flow pass.
-
-    The serial collector (`LOCAL_JVM_OPTIONS`) fills its old generation by bumping a pointer
-    until a full collection is due. The capture pass leaves it holding garbage (2.26 GB: 85 MB,
-    58 MB of it live), and the flow pass's promotions then went on into pages never touched
-    before. Compacted first, the old generation takes them in pages the capture pass already
-    touched: the JVM's PSS in the validation that follows, 2.26 GB, runs alternated, 516-532
-    against 554-558 MB, for a pause of about 90 ms. A cluster's driver holds no task's data:
-    nothing is done there."""
-    context = spark.sparkContext
-    if (context.master or "").startswith("local"):
-        context._jvm.java.lang.System.gc()  # type: ignore[union-attr]
-
-
 def _private_dir(path: Path) -> None:
     old = os.umask(0o077)
     try:

@@ -9,13 +9,7 @@ import time
 
 import pytest
 
-from pipeline.spark.session import (
-    LOCAL_JVM_OPTIONS,
-    base_conf,
-    compact_local_heap,
-    jvm_output,
-    merge_conf,
-)
+from pipeline.spark.session import LOCAL_JVM_OPTIONS, base_conf, jvm_output, merge_conf
 
 JAVA = "spark.driver.extraJavaOptions"
 
@@ -46,21 +40,6 @@ def test_the_running_jvm_got_the_options(spark) -> None:
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(runtime.getInputArguments())
     assert set(LOCAL_JVM_OPTIONS.split()) <= set(arguments)
-
-
-@pytest.mark.spark
-def test_a_local_heap_is_compacted_by_a_full_collection(spark) -> None:
-    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
-
-    def collections() -> dict[str, int]:
-        beans = management.getGarbageCollectorMXBeans()
-        return {bean.getName(): bean.getCollectionCount() for bean in beans}
-
-    before = collections()
-    compact_local_heap(spark)
-    after = collections()
-    # The serial collector's old generation is "MarkSweepCompact": collected once more.
-    assert after["MarkSweepCompact"] == before["MarkSweepCompact"] + 1
 
 
 def test_processes_started_under_jvm_output_never_hold_the_callers_stdout_or_stderr(
