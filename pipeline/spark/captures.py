@@ -57,7 +57,7 @@ PIECE_SCHEMA = pa.schema(
 # (a task's pieces are sent every PIECE_PACKETS whatever its split's size).
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 # Packets held before a split's pieces are packed and sent: bounds the reader's memory and the
-# size of one Arrow batch (48 bytes a packet) whatever the shape of the traffic.
+# size of one Arrow batch (48 bytes a packet, about 16 once packed) whatever the traffic's shape.
 PIECE_PACKETS = 131_072
 
 

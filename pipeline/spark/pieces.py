@@ -55,7 +55,7 @@ PACKET_DTYPE = np.dtype(
     ]
 )
 assert PACKET_DTYPE.itemsize == 48
-PACK_CODEC = ("zstd", 1)  # codec and level of `pack`
+_CODEC = pa.Codec("zstd", compression_level=1)  # `pack`'s
 
 
 @dataclass(slots=True)
@@ -201,7 +201,7 @@ def _scanned_flows(
 def pack(packets: np.ndarray) -> bytes:
     """A piece's records (`PACKET_DTYPE`), compressed; `unpack` with their count undoes it."""
     raw = np.ascontiguousarray(packets).view(np.uint8)
-    return _codec().compress(raw, asbytes=True)
+    return _CODEC.compress(raw, asbytes=True)
 
 
 def unpack(blob: bytes | pa.Buffer, count: int) -> np.ndarray:
@@ -209,7 +209,7 @@ def unpack(blob: bytes | pa.Buffer, count: int) -> np.ndarray:
     if not count:
         return np.empty(0, dtype=PACKET_DTYPE)
     size = count * PACKET_DTYPE.itemsize
-    return np.frombuffer(_codec().decompress(blob, decompressed_size=size), dtype=PACKET_DTYPE)
+    return np.frombuffer(_CODEC.decompress(blob, decompressed_size=size), dtype=PACKET_DTYPE)
 
 
 def unpack_column(column: pa.Array, counts: pa.Array) -> list[np.ndarray | None]:
@@ -227,16 +227,6 @@ def unpack_column(column: pa.Array, counts: pa.Array) -> list[np.ndarray | None]
             nulls, offsets, offsets[1:], counts.to_pylist(), strict=False
         )
     ]
-
-
-_CODEC: pa.Codec | None = None
-
-
-def _codec() -> pa.Codec:
-    global _CODEC
-    if _CODEC is None:
-        _CODEC = pa.Codec(PACK_CODEC[0], compression_level=PACK_CODEC[1])
-    return _CODEC
 
 
 class PieceMerger:
