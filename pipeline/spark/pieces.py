@@ -142,7 +142,7 @@ class PieceBuilder:
                 run if isinstance(run, np.ndarray) else np.array(run, dtype=PACKET_DTYPE)
                 for run in runs
             ]
-            packets = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+            packets = arrays[0] if len(arrays) == 1 else _joined(arrays)
             yield Piece(key, self.file_id, packets)
 
 
@@ -196,6 +196,14 @@ def _scanned_flows(
         flow_of_pair[i] = ends_index.setdefault(ends, len(ends_index))
         reverse_of_pair[i] = reverse
     return flow_of_pair[inverse], reverse_of_pair[inverse], list(ends_index)
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """Records of one structured dtype, end to end. Joined as whole records: numpy's own
+    concatenation of structured arrays promotes their fields in Python first (18 us a call)."""
+    dtype = arrays[0].dtype
+    records = np.dtype((np.void, dtype.itemsize))
+    return np.concatenate([a.view(records) for a in arrays]).view(dtype)
 
 
 def pack(packets: np.ndarray) -> bytes:
@@ -260,7 +268,8 @@ class PieceMerger:
         _copy_fields(piece.packets, tagged)
         tagged["file_id"] = piece.file_id
         # One piece's packets are in file order: in packet order too unless a time goes back.
-        self._in_order = not self._pending and not (np.diff(tagged["ts_ns"]) < 0).any()
+        ts = tagged["ts_ns"]
+        self._in_order = not self._pending and not (ts[1:] < ts[:-1]).any()
         self._pending.append(tagged)
         self._pending_count += len(tagged)
         return ready
@@ -275,7 +284,7 @@ class PieceMerger:
         if self._in_order:
             merged = self._pending[0]
         else:
-            merged = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+            merged = _joined(self._pending) if len(self._pending) > 1 else self._pending[0]
             order = np.lexsort((merged["record_offset"], merged["file_id"], merged["ts_ns"]))
             # Taken as whole records: a structured take copies field by field.
             merged = merged.view(_TAGGED_RECORD)[order].view(_TAGGED_DTYPE)
