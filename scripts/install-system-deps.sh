@@ -8,6 +8,8 @@ set -euo pipefail
 # ---- package lists: add packages here ------------------------------------------------
 BROKER_PACKAGES=(activemq rabbitmq-server)
 CAPTURE_PACKAGES=(tshark tcpdump tcpflow socat)
+# Callgrind, for the flow pass's instruction counts (benchmarks/bench_flow_instructions.py).
+BENCH_PACKAGES=(valgrind)
 # Headless browser and its WebDriver, used by the HTML report test.
 BROWSER_PACKAGES=(chromium chromium-driver)
 # Node and npm for the STOMP-over-WebSocket clients (@stomp/stompjs; `make js-deps`), when
@@ -40,7 +42,7 @@ if ! command -v java >/dev/null 2>&1; then
     missing+=("$JAVA_PACKAGE")
 fi
 if [[ "$scope" == all ]]; then
-    for package in "${BROKER_PACKAGES[@]}" "${CAPTURE_PACKAGES[@]}" \
+    for package in "${BROKER_PACKAGES[@]}" "${CAPTURE_PACKAGES[@]}" "${BENCH_PACKAGES[@]}" \
         ${BROWSER_PACKAGES[@]+"${BROWSER_PACKAGES[@]}"}; do
         is_installed "$package" || missing+=("$package")
     done
