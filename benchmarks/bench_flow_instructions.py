@@ -35,6 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from benchmarks.bench_flow_loop import sorted_pieces
 from benchmarks.traffic import TrafficSpec, generate_files
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 
@@ -138,8 +139,6 @@ def split(annotated: str) -> dict[str, Any]:
 def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         raise SystemExit("bench_flow_instructions needs valgrind (Debian: apt install valgrind)")
-    from benchmarks.bench_flow_loop import sorted_pieces
-
     spec = TrafficSpec(total_bytes=megabytes * 1_000_000)
     capture = generate_files(spec, data / f"flow-loop-{megabytes}mb")
     paths = [str(p) for p in capture.paths]
