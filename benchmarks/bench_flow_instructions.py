@@ -100,7 +100,7 @@ def counted(way: str, pieces_file: Path, paths: list[str], scratch: Path) -> dic
         "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
         sys.executable, "-c", code, way, str(pieces_file), json.dumps(paths),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0"}  # counts repeat
     done = subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True, text=True)
     frames = json.loads(done.stdout.strip().splitlines()[-1])["frames"]
     annotated = subprocess.run(

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import schemas
+from pipeline.lake.stats import file_stats
 from pipeline.session.clock import to_datetime
 from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
@@ -23,6 +24,7 @@ from pipeline.spark.table_files import (
     file_schema,
     row_batch,
     row_struct,
+    statistics_columns,
     write_table_rows,
 )
 from tests.conftest import REPO, REPO_CAPTURES
@@ -114,6 +116,39 @@ def test_only_repeating_values_keep_a_dictionary(tmp_path: Path) -> None:
     assert pq.read_table(tmp_path / written.path).column("detail").to_pylist() == [
         row["detail"] for row in rows
     ]
+
+
+def test_statistics_are_written_for_the_columns_delta_reads_them_of(tmp_path: Path) -> None:
+    row = dict.fromkeys(f.name for f in row_struct("frames"))
+    row.update(
+        session_id="s-1",
+        direction="c2s",
+        frame_index=0,
+        ts=to_datetime(1_736_935_200_000_000_000),
+        ts_ns=1_736_935_200_000_000_000,
+        ts_end=to_datetime(1_736_935_200_000_000_000),
+        ts_end_ns=1_736_935_200_000_000_000,
+        command="SEND",
+        headers={"destination": "/queue/a"},
+        header_list=[{"name": "destination", "value": "/queue/a"}],
+        body_length=0,
+        stream_offset=0,
+        frame_length=30,
+        tcp_offset=0,
+        date=date(2025, 1, 15),
+    )
+    (written,) = write_table_rows("frames", [row], str(tmp_path), "b-4")
+    group = pq.read_metadata(tmp_path / written.path).row_group(0)
+    with_statistics = {
+        column.path_in_schema
+        for column in map(group.column, range(group.num_columns))
+        if column.is_stats_set
+    }
+    assert "session_id" in with_statistics and "frame_index" in with_statistics
+    assert not any(path.startswith(("headers.", "header_list.")) for path in with_statistics)
+    assert set(statistics_columns(file_schema("frames"))) >= with_statistics
+    metadata = pq.read_metadata(tmp_path / written.path)
+    assert file_stats(metadata)["minValues"]["session_id"] == "s-1"  # Delta's, as before
 
 
 def test_every_table_has_a_row_struct_without_the_batch_id() -> None:
