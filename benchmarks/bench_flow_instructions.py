@@ -139,8 +139,12 @@ def split(annotated: str) -> dict[str, Any]:
 def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         raise SystemExit("bench_flow_instructions needs valgrind (Debian: apt install valgrind)")
-    spec = TrafficSpec(total_bytes=megabytes * 1_000_000)
-    capture = generate_files(spec, data / f"flow-loop-{megabytes}mb")
+    # Connections of about 2 MB: about 1,600 frames each, as `bench_run`'s 600 connections of
+    # 2.26 GB have 1,900 (the default 400 connections would make the sessions' start and end a
+    # large part of a small capture).
+    connections = max(1, megabytes // 2)
+    spec = TrafficSpec(megabytes * 1_000_000, connections, concurrent=min(60, connections))
+    capture = generate_files(spec, data / f"flow-instructions-{megabytes}mb")
     paths = [str(p) for p in capture.paths]
     pieces = sorted_pieces(paths)
     ways: dict[str, dict[str, Any]] = {}
@@ -156,6 +160,7 @@ def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
     compiled, pure = ways["compiled"]["total"], ways["pure_python"]["total"]
     result = {
         "capture_bytes": sum(os.path.getsize(p) for p in paths),
+        "connections": connections,
         "packets": int(pa.compute.sum(pieces.column("packet_count")).as_py()),
         "frames": frames,
         "instructions": {way: ways[way]["total"] for way in WAYS},
@@ -177,9 +182,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# The flow pass's instructions (callgrind): compiled vs pure Python",
         "",
-        f"{result['capture_bytes'] / 1e6:.0f} MB of benchmarks/traffic.py, {result['packets']} "
-        f"packets, {frames} frames; `run_partition` as a flow task runs it, with Parquet, "
-        "the second of two passes counted.",
+        f"{result['capture_bytes'] / 1e6:.0f} MB of benchmarks/traffic.py, "
+        f"{result['connections']} connections, {result['packets']} packets, {frames} frames; "
+        "`run_partition` as a flow task runs it, with Parquet, the second of two passes counted.",
         "",
         f"- compiled: {total:,} instructions; pure Python: "
         f"{result['instructions']['pure_python']:,} ({result['pure_python_vs_compiled']}x).",
