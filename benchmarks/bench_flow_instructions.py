@@ -139,7 +139,7 @@ def split(annotated: str) -> dict[str, Any]:
 def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         raise SystemExit("bench_flow_instructions needs valgrind (Debian: apt install valgrind)")
-    # Connections of about 2 MB: about 1,600 frames each, as `bench_run`'s 600 connections of
+    # Connections of about 2 MB: about 1,300 frames each, as `bench_run`'s 600 connections of
     # 2.26 GB have 1,900 (the default 400 connections would make the sessions' start and end a
     # large part of a small capture).
     connections = max(1, megabytes // 2)
