@@ -18,7 +18,7 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt
 # of the modules compiled from their own source, `pipeline.compiled.SOURCE_MODULES`); with no
 # compiler the pure-Python twins run instead. After an edit, only what changed is compiled again.
 COMPILED := build/compiled.stamp
-COMPILED_FROM := setup.py pipeline/stomp/_speedups.c $(wildcard pipeline/*/_*.pyx) \
+COMPILED_FROM := setup.py pipeline/stomp/_speedups.c $(wildcard pipeline/*/_*.pyx pipeline/*.pxd pipeline/*/*.pxd) \
 	$(shell sed -n 's/^    "\(pipeline\.[a-z_.]*\)",$$/\1/p' pipeline/compiled.py | tr . / | sed 's/$$/.py/')
 $(COMPILED): $(BIN)/stomp-lake $(COMPILED_FROM)
 	$(BIN)/python setup.py -q build_ext --inplace

@@ -8,10 +8,13 @@
   environment, `load` returns None and the twins run.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
   model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
-  their own source, unchanged, into an extension module of the same name, which Python's import
-  prefers to the ``.py`` beside it. The source is its own reference: `SourceFinder` imports it
-  instead of the extension under ``STOMP_LAKE_PURE_PYTHON=1``, and, in a source checkout,
-  wherever the ``.py`` is newer than its extension (edited since the last build), so an edit is
+  their own source into an extension module of the same name, which Python's import prefers to
+  the ``.py`` beside it. A ``.pxd`` beside a module declares the types Cython compiles some of
+  its classes and methods with (extension types whose fields are C struct members, methods
+  called in C): the ``.py`` is unchanged by it and behaves the same. The source is its own
+  reference: `SourceFinder` imports it instead of the extension under
+  ``STOMP_LAKE_PURE_PYTHON=1``, and, in a source checkout, when any of these modules (its
+  ``.py`` or ``.pxd``) is newer than its extension (edited since the last build), so an edit is
   never shadowed by stale compiled code.
 """
 
@@ -54,7 +57,8 @@ SOURCE_MODULES = (
 )
 
 # The package runs from a source checkout (setup.py beside it), not from an installed wheel.
-CHECKOUT = os.path.exists(os.path.join(os.path.dirname(os.path.dirname(__file__)), "setup.py"))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHECKOUT = os.path.exists(os.path.join(ROOT, "setup.py"))
 
 _log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ def pure_python_asked() -> bool:
 
 class SourceFinder:
     """Finds `SOURCE_MODULES` as source instead of as their extension modules when pure Python
-    is asked for or, in a source checkout, when the source is newer than the extension; other
+    is asked for or, in a source checkout, when a source is newer than its extension; other
     modules are left to Python's own finders."""
 
     def __init__(
@@ -86,6 +90,7 @@ class SourceFinder:
         # install): an installed wheel writes its files in no particular order.
         self.checkout = checkout
         self.stale: list[str] = []  # modules imported as source because their build is older
+        self._checked: bool | None = None  # `_any_stale`, once known
 
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -100,13 +105,36 @@ class SourceFinder:
         if not os.path.exists(source):
             return spec
         if not pure_python_asked():
-            if not self.checkout or os.stat(source).st_mtime <= os.stat(built).st_mtime:
+            if not self.checkout or not (_edited_since(built, source) or self._any_stale()):
                 return spec
             self.stale.append(name)
             _log.warning(
-                "%s is newer than its build; importing the source (make venv builds it)", source
+                "%s or another compiled module is newer than its build; importing the source "
+                "(make venv builds it)",
+                source,
             )
         return importlib.util.spec_from_file_location(name, source)
+
+    def _any_stale(self) -> bool:
+        """Whether any of the modules in this checkout is newer than its build: then all are
+        imported as source, since the compiled ones read each other's classes as the types
+        their ``.pxd`` files declare, and would refuse the source's."""
+        if self._checked is None:
+            self._checked = False
+            for name in self.modules:
+                base = os.path.join(ROOT, *name.split("."))
+                for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                    if os.path.exists(base + suffix) and _edited_since(base + suffix, base + ".py"):
+                        self._checked = True
+        return self._checked
+
+
+def _edited_since(built: str, source: str) -> bool:
+    """Whether ``source``, or the ``.pxd`` that declares its types beside it, is newer than
+    ``built``."""
+    sources = [source, source[: -len(".py")] + ".pxd"]
+    mtime = os.stat(built).st_mtime
+    return any(os.path.exists(path) and os.stat(path).st_mtime > mtime for path in sources)
 
 
 def install_source_finder() -> SourceFinder:
@@ -117,6 +145,20 @@ def install_source_finder() -> SourceFinder:
     finder = SourceFinder()
     sys.meta_path.insert(0, finder)
     return finder
+
+
+def slot_values(instance: object) -> tuple[object, ...]:
+    """``__getstate__`` of a class of `SOURCE_MODULES` that a ``.pxd`` beside it makes an
+    extension type where compiled: its slots' values in ``__slots__`` order. The compiled and the
+    pure-Python class then pickle alike (Cython's own pickling names a function only the
+    compiled module has), so a connection carried by one resumes in the other."""
+    return tuple(getattr(instance, name) for name in type(instance).__slots__)  # type: ignore[attr-defined]
+
+
+def set_slot_values(instance: object, state: tuple[object, ...]) -> None:
+    """``__setstate__`` to match `slot_values`."""
+    for name, value in zip(type(instance).__slots__, state, strict=True):  # type: ignore[attr-defined]
+        setattr(instance, name, value)
 
 
 def is_compiled(module: ModuleType) -> bool:

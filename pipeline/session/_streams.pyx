@@ -37,9 +37,6 @@ cdef inline void _civil_from_days(long long days, int* year, int* month, int* da
 cdef class Stamp:
     """A capture time; its datetime is made when first asked for."""
 
-    cdef public object ts_ns
-    cdef readonly object _ts
-
     def __init__(self, ts_ns):
         self.ts_ns = ts_ns
         self._ts = None
@@ -85,9 +82,6 @@ cdef class Stamp:
 
 cdef class Chunk(Stamp):
     """Bytes [start, end) of one direction, delivered by one capture packet (or segment)."""
-
-    cdef public object start, end, file, file_offset, tcp_start, tcp_frames
-    cdef public bint beat_message
 
     def __init__(
         self, ts_ns, start, end, file, file_offset, tcp_start=None, beat_message=False,
@@ -139,11 +133,6 @@ def make_chunk(start, end, ts_ns, source):
 cdef class DirectionStream:
     """One direction of a connection (see streams.py)."""
 
-    cdef public object direction, decoder, origin, next_offset, keep_from, trailer_end
-    cdef public object trailer_chunk, expected_ms, bytes, frames, heartbeats
-    cdef public list chunks
-    cdef public bint eof
-
     def __init__(self, direction):
         self.direction = direction
         self.decoder = None
@@ -164,18 +153,18 @@ cdef class DirectionStream:
         self.decoder = Decoder(version, lenient=lenient, offset=offset, resync=resync)
         return self.decoder
 
-    def make_chunk(self, start, end, ts_ns, source):
+    cpdef make_chunk(self, start, end, ts_ns, source):
         return _chunk(start, end, ts_ns, source)
 
-    def make_stamp(self, ts_ns):
+    cpdef make_stamp(self, ts_ns):
         return Stamp(ts_ns)
 
-    def add_chunk(self, Chunk chunk):
+    cpdef add_chunk(self, Chunk chunk):
         self.chunks.append(chunk)
         self.next_offset = chunk.end
         self.bytes += chunk.end - chunk.start
 
-    def add_packets(self, start, list sizes, list timestamps, sources):
+    cpdef add_packets(self, start, list sizes, list timestamps, sources):
         cdef Py_ssize_t index, count = len(sizes)
         cdef long long at = start, size, total = 0
         if len(timestamps) != count or len(sources) != count:
@@ -189,7 +178,7 @@ cdef class DirectionStream:
             self.next_offset = at
             self.bytes += total
 
-    def chunk_at(self, long long offset):
+    cpdef chunk_at(self, long long offset):
         cdef list chunks = self.chunks
         cdef Py_ssize_t index
         for index in range(len(chunks) - 1, -1, -1):
@@ -197,7 +186,7 @@ cdef class DirectionStream:
                 return chunks[index]
         return chunks[0] if chunks else None
 
-    def is_trailing_eol(self, Chunk chunk, offset):
+    cpdef is_trailing_eol(self, Chunk chunk, offset):
         if chunk.beat_message:
             return False
         if chunk is self.trailer_chunk or self.expected_ms is None:
@@ -207,10 +196,10 @@ cdef class DirectionStream:
             return True
         return (chunk.ts_ns - previous.ts_ns) * 2 < self.expected_ms * 1_000_000
 
-    def consumed(self, end):
+    cpdef consumed(self, end):
         self.keep_from = end - 1
 
-    def prune(self):
+    cpdef prune(self):
         cdef list chunks = self.chunks
         keep_from = self.keep_from
         cdef Py_ssize_t drop = 0, last = len(chunks) - 1
@@ -221,3 +210,41 @@ cdef class DirectionStream:
         if len(chunks) > _MAX_CHUNKS:
             del chunks[1 : len(chunks) - _KEEP_RECENT]
 
+
+
+def adopt(stream):
+    """``stream`` as a compiled stream: a stream of the reference module (streams.py, carried
+    by a pure-Python run) is copied into these classes, its chunks with it, so that the compiled
+    model, which reads its streams typed, resumes it."""
+    if type(stream) is DirectionStream:
+        return stream
+    cdef DirectionStream copy = DirectionStream.__new__(DirectionStream)
+    copied = {}
+    cdef list chunks = []
+    for chunk in stream.chunks:
+        copied[id(chunk)] = _copied_chunk(chunk)
+        chunks.append(copied[id(chunk)])
+    trailer = stream.trailer_chunk
+    copy.direction = stream.direction
+    copy.decoder = stream.decoder
+    copy.origin = stream.origin
+    copy.next_offset = stream.next_offset
+    copy.chunks = chunks
+    copy.keep_from = stream.keep_from
+    copy.trailer_end = stream.trailer_end
+    copy.trailer_chunk = (
+        None if trailer is None else copied.get(id(trailer)) or _copied_chunk(trailer)
+    )
+    copy.expected_ms = stream.expected_ms
+    copy.bytes = stream.bytes
+    copy.frames = stream.frames
+    copy.heartbeats = stream.heartbeats
+    copy.eof = stream.eof
+    return copy
+
+
+cdef Chunk _copied_chunk(chunk):
+    return Chunk(
+        chunk.ts_ns, chunk.start, chunk.end, chunk.file, chunk.file_offset, chunk.tcp_start,
+        chunk.beat_message, chunk.tcp_frames,
+    )

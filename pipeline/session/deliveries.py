@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.session.rows import Row, settle_message
 from pipeline.session.streams import Stamp
 
@@ -78,6 +79,12 @@ class DeliveryLedger:
         self.by_key: dict[str, Delivery] = {}  # ack / message-id -> unsettled delivery
         self.pending: OrderedDict[int, Delivery] = OrderedDict()  # all unsettled, oldest first
         self.unacked = 0  # deliveries given up as "none"
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        set_slot_values(self, state)
 
     @staticmethod
     def key_of(sub_id: str | None, destination: str | None) -> str:

@@ -41,9 +41,13 @@ Choices worth knowing when reading the tables:
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Iterable
+from types import ModuleType
 from typing import TYPE_CHECKING
 
+from pipeline.compiled import is_compiled, set_slot_values, slot_values
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.negotiation import decoder_version
@@ -84,6 +88,14 @@ WEBSOCKET_COLUMNS: tuple[str, ...] = (
 )
 
 
+def streams_implementation() -> ModuleType:
+    """The streams this model runs on: the compiled model reads them typed (model.pxd), so it
+    takes the compiled twin even where pure Python was asked for after it was imported."""
+    if is_compiled(sys.modules[__name__]):
+        return importlib.import_module("pipeline.session._streams")
+    return implementation()
+
+
 class SessionModel:
     __slots__ = (
         "session_id",
@@ -121,7 +133,7 @@ class SessionModel:
         self.server = server
         self.options = options
         self._mid_stream = mid_stream
-        streams = implementation()  # each stream makes chunks and stamps of its own kind
+        streams = streams_implementation()  # each stream makes chunks and stamps of its own kind
         self._streams: dict[str, DirectionStream] = {
             C2S: streams.DirectionStream(C2S),
             S2C: streams.DirectionStream(S2C),
@@ -137,6 +149,16 @@ class SessionModel:
         self._websocket: HandshakeSeen | None = None  # set: the connection is STOMP over WebSocket
         self._ws_counts = {"ping": 0, "pong": 0, "close": 0}
         self._ws_close: Control | None = None  # the first close frame
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        set_slot_values(self, state)
+        # Carried by a pure-Python run into a compiled one: the compiled model reads its streams
+        # typed, so they become compiled streams (`streams.adopt`).
+        adopt = streams_implementation().adopt
+        self._streams = {direction: adopt(s) for direction, s in self._streams.items()}
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -438,7 +460,7 @@ class SessionModel:
             body = scrub_body(body, out.secrets)
         violation = None
         if frame.violations:
-            violation = ",".join(dict.fromkeys(v.kind for v in frame.violations))
+            violation = ",".join(dict.fromkeys([v.kind for v in frame.violations]))
             for v in frame.violations:
                 out.violation(v.kind, direction, stream.chunk_at(v.offset), v.offset, v.detail)
         tcp_offset = None if self._websocket is None else first.tcp_offset_of(frame.start)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.session.frame_rows import FrameRows, TableRows, new_frame_rows
 from pipeline.session.message_rows import row_kinds
 from pipeline.session.privacy import scrub
@@ -47,6 +48,12 @@ class Outbox:
         self.counts: dict[str, int] = dict.fromkeys(COUNTED, 0)
         self.secrets: tuple[str, ...] = ()  # passcodes seen, masked wherever text is stored
         self.last: Stamp | None = None  # latest capture time seen, for anomalies without one
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        set_slot_values(self, state)
 
     def drain(self) -> dict[str, TableRows]:
         tables = self.tables

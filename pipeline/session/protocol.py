@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.net import Direction
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.deliveries import AUTO, DeliveryLedger, Subscription
@@ -60,6 +61,12 @@ class ProtocolState:
         self.disconnect_answered = False
         self.last_command: str | None = None
         self.pending_overflowed = False
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        set_slot_values(self, state)
 
     # ---- events ----------------------------------------------------------------------------
 
@@ -380,7 +387,7 @@ class ProtocolState:
             row.message_id = named.message_id
         if row.subscription is None:
             row.subscription = named.subscription
-        self.rows["messages"].extend(settled_delivery.row for settled_delivery in settled)
+        self.rows["messages"].extend([settled_delivery.row for settled_delivery in settled])
         return len(settled)
 
 

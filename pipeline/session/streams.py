@@ -195,8 +195,14 @@ class DirectionStream:
             del chunks[1 : len(chunks) - _KEEP_RECENT]
 
 
+def adopt(stream: DirectionStream) -> DirectionStream:
+    """``stream`` as this implementation's: it already is, or this module's classes serve (the
+    compiled twin's `adopt` copies a stream of this module into its own classes)."""
+    return stream
+
+
 def implementation() -> ModuleType:
     """The compiled twin (`_streams`), or this module (not built, or pure Python asked for):
-    both have `Stamp`, `Chunk`, `DirectionStream`, `make_chunk` and `make_stamp`."""
+    both have `Stamp`, `Chunk`, `DirectionStream`, `make_chunk`, `make_stamp` and `adopt`."""
     module = load("pipeline.session._streams")
     return sys.modules[__name__] if module is None else module

@@ -37,7 +37,7 @@ append_new(PyObject *out, PyObject *item)
     return failed;
 }
 
-/* A new instance of a __slots__ class, its slots set through their member descriptors, which
+/* A new instance of a __slots__ class, its slots set through their descriptors, which
  * is what a frozen dataclass's own __init__ cannot be bypassed with from Python cheaply. */
 static PyObject *
 new_instance(PyObject *type, PyObject *slots, PyObject *const *values, Py_ssize_t count)
@@ -46,8 +46,14 @@ new_instance(PyObject *type, PyObject *slots, PyObject *const *values, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "new_instance(): a type and a tuple of its slots");
         return NULL;
     }
+    /* tp_new, not tp_alloc: an extension type (Frame where events.py is compiled) sets its
+     * fields and method table there. */
+    static PyObject *no_args = NULL;
+    if (no_args == NULL && (no_args = PyTuple_New(0)) == NULL) {
+        return NULL;
+    }
     PyTypeObject *tp = (PyTypeObject *)type;
-    PyObject *instance = tp->tp_alloc(tp, 0);
+    PyObject *instance = tp->tp_new(tp, no_args, NULL);
     for (Py_ssize_t i = 0; instance != NULL && i < count; i++) {
         PyObject *slot = PyTuple_GET_ITEM(slots, i);
         descrsetfunc set = Py_TYPE(slot)->tp_descr_set;

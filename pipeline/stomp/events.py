@@ -155,7 +155,7 @@ def undecoded_frame(
     """A frame whose header lines (``raw_head``: LF-separated, no final EOL, starting at stream
     offset ``raw_offset``) are decoded only when first needed. Built without ``__init__``:
     this is the decoder's per-frame hot path."""
-    frame = _new_object(Frame)
+    frame = Frame.__new__(Frame)  # object.__new__ refuses Frame where it is compiled
     frame.command = command
     frame.body = body
     frame.start = start

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -12,7 +15,8 @@ import stomp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.session import ModelOptions, SessionModel, streams
+from pipeline.compiled import PURE_PYTHON_VARIABLE
+from pipeline.session import ModelOptions, SessionModel
 from pipeline.session import model as model_module
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import TableRow
@@ -30,6 +34,7 @@ from tests.pipeline.session.conversation import (
     replay,
 )
 from tests.support.brokers import Broker, activemq, rabbitmq  # noqa: F401 - fixtures
+from tests.support.scripts import REPO
 
 # ---- frames: timing and indexing -------------------------------------------------------------
 
@@ -311,18 +316,33 @@ def test_pickling_mid_session_and_resuming_gives_the_same_rows(every: int) -> No
     assert resumed == talk.rows
 
 
-def test_a_model_carried_with_the_reference_streams_resumes_with_them(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A connection carried by a release before the compiled streams (or a pure-Python run) is
-    resumed by this one: its streams go on with the classes they were saved with."""
+# The first half of `_rich_session` in a run of its own, the model carried out as a pickle.
+_FIRST_HALF = """
+import pickle, sys
+from tests.pipeline.session.conversation import CLIENT, SERVER, replay
+from tests.pipeline.session.test_model import _rich_session
+from pipeline.session import SessionModel
+talk = _rich_session()
+fresh = SessionModel("s1", CLIENT, SERVER, talk.model.options)
+sys.stdout.buffer.write(pickle.dumps(replay(talk.script[: len(talk.script) // 2], fresh)))
+"""
+
+
+@pytest.mark.parametrize("carried_by", ["pure_python", "compiled"])
+def test_a_model_carried_by_either_implementation_resumes_in_this_one(carried_by: str) -> None:
+    """A connection carried by a pure-Python run resumes in a compiled one and the other way
+    round: the model pickles alike in both, and its streams become this run's own (the
+    compiled model reads them typed)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(PURE_PYTHON_VARIABLE, None)
+    if carried_by == "pure_python":
+        env[PURE_PYTHON_VARIABLE] = "1"
+    child = [sys.executable, "-c", _FIRST_HALF]
+    done = subprocess.run(child, cwd=REPO, env=env, capture_output=True, check=True)
+    saved, first_rows = pickle.loads(done.stdout)
     talk = _rich_session()
-    with monkeypatch.context() as patch:
-        patch.setattr(model_module, "implementation", lambda: streams)
-        fresh = SessionModel("s1", CLIENT, SERVER, talk.model.options)
-    half = len(talk.script) // 2
-    saved, first_rows = replay(talk.script[:half], fresh)
-    resumed, rest = replay(talk.script[half:], pickle.loads(pickle.dumps(saved)))
+    resumed, rest = replay(talk.script[len(talk.script) // 2 :], saved)
+    streams = model_module.streams_implementation()
     assert {type(s) for s in resumed._streams.values()} == {streams.DirectionStream}
     assert {name: first_rows[name] + rest[name] for name in TABLES} == talk.rows
 

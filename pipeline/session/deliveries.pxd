@@ -1,0 +1,12 @@
+# Compiled from deliveries.py (pipeline.compiled.SOURCE_MODULES): DeliveryLedger as an extension
+# type, read typed by the protocol state (protocol.pxd).
+
+cdef class DeliveryLedger:
+    cdef public dict active, by_destination, by_key
+    cdef public object pending, unacked
+
+    cpdef subscription_for(self, sub_id, destination)
+    cpdef deliver(self, frame_index, row, subscription, ack, message_id, at)
+    cpdef find(self, tuple keys)
+    cpdef list settle(self, named, outcome, at, ack_frame_index)
+    cpdef _forget(self, delivery)

@@ -1,0 +1,22 @@
+# Compiled from protocol.py (pipeline.compiled.SOURCE_MODULES): ProtocolState as an extension
+# type, read typed by the model (model.pxd). The handlers stay Python methods: `_HANDLERS` holds
+# them as such.
+
+# Aliased: protocol.py imports the Python names itself.
+from pipeline.session.deliveries cimport DeliveryLedger as CDeliveryLedger
+from pipeline.session.outbox cimport Outbox as COutbox
+from pipeline.stomp.events cimport Frame as CFrame
+
+
+cdef class ProtocolState:
+    cdef public object options, handshake, receipts, disconnect_receipt, last_command
+    cdef public COutbox out
+    cdef public dict rows, transactions
+    cdef public CDeliveryLedger ledger
+    cdef public list open_errors
+    cdef public bint disconnected, disconnect_answered, pending_overflowed
+
+    cpdef on_frame(self, direction, index, dict headers, CFrame frame, body, at)
+    cpdef _violation(self, kind, direction, at, offset, detail)
+    cpdef _answer_receipt(self, receipt_id, outcome, at, offset)
+    cpdef _apply_ack(self, row, tuple keys, at)
