@@ -147,17 +147,18 @@ def install_source_finder() -> SourceFinder:
     return finder
 
 
-def slot_values(instance: object) -> tuple[object, ...]:
+def slot_values(instance: object) -> tuple[None, dict[str, object]]:
     """``__getstate__`` of a class of `SOURCE_MODULES` that a ``.pxd`` beside it makes an
-    extension type where compiled: its slots' values in ``__slots__`` order. The compiled and the
-    pure-Python class then pickle alike (Cython's own pickling names a function only the
-    compiled module has), so a connection carried by one resumes in the other."""
-    return tuple(getattr(instance, name) for name in type(instance).__slots__)  # type: ignore[attr-defined]
+    extension type where compiled: its slots as Python pickles a class with ``__slots__``, so the
+    compiled and the pure-Python class pickle alike (Cython's own pickling names a function only
+    the compiled module has) and a connection carried by one resumes in the other."""
+    names = type(instance).__slots__  # type: ignore[attr-defined]
+    return None, {name: getattr(instance, name) for name in names}
 
 
-def set_slot_values(instance: object, state: tuple[object, ...]) -> None:
+def set_slot_values(instance: object, state: tuple[None, dict[str, object]]) -> None:
     """``__setstate__`` to match `slot_values`."""
-    for name, value in zip(type(instance).__slots__, state, strict=True):  # type: ignore[attr-defined]
+    for name, value in state[1].items():
         setattr(instance, name, value)
 
 

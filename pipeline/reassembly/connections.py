@@ -33,6 +33,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pipeline.compiled import slot_values
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import ACK, FIN, RST, SYN, Endpoint, FlowEnds, flow_ends
 from pipeline.reassembly.stream import StreamEvent, StreamReassembler
@@ -160,6 +161,9 @@ class ConnectionTracker:
         self.foreign_packets = 0  # packets not of this tracker's 4-tuple (ignored)
         # by Endpoint; looked up by its (ip, port) tuple too, which it equals
         self._streams: dict[tuple[str, int], StreamReassembler] = {}
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
 
     def __setstate__(self, state: object) -> None:
         # Trackers pickled (carried) before a slot existed get its default.

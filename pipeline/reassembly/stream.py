@@ -226,9 +226,10 @@ class StreamReassembler:
         return None, state
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
-        for name, value in state[1].items():
+        values = dict(state[1])
+        self._history = DeliveredTail(values.pop("_history"))  # type: ignore[arg-type]
+        for name, value in values.items():
             setattr(self, name, value)
-        self._history = DeliveredTail(state[1]["_history"])  # type: ignore[arg-type]
 
     @property
     def started(self) -> bool:

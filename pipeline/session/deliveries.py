@@ -80,10 +80,10 @@ class DeliveryLedger:
         self.pending: OrderedDict[int, Delivery] = OrderedDict()  # all unsettled, oldest first
         self.unacked = 0  # deliveries given up as "none"
 
-    def __getstate__(self) -> tuple[object, ...]:
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
-    def __setstate__(self, state: tuple[object, ...]) -> None:
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
 
     @staticmethod

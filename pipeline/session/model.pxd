@@ -21,6 +21,8 @@ cdef class SessionModel:
     cdef public object _frame_index
     cdef public object _first, _close, _websocket, _ws_close
 
+    cpdef on_data_run(self, direction, offset, data, list sizes, list timestamps, list sources)
+
     cpdef _process(self, CStream stream)
 
     @cython.locals(chunk=CChunk, previous=CChunk)

@@ -150,10 +150,10 @@ class SessionModel:
         self._ws_counts = {"ping": 0, "pong": 0, "close": 0}
         self._ws_close: Control | None = None  # the first close frame
 
-    def __getstate__(self) -> tuple[object, ...]:
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
-    def __setstate__(self, state: tuple[object, ...]) -> None:
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
         # Carried by a pure-Python run into a compiled one: the compiled model reads its streams
         # typed, so they become compiled streams (`streams.adopt`).

@@ -49,10 +49,10 @@ class Outbox:
         self.secrets: tuple[str, ...] = ()  # passcodes seen, masked wherever text is stored
         self.last: Stamp | None = None  # latest capture time seen, for anomalies without one
 
-    def __getstate__(self) -> tuple[object, ...]:
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
-    def __setstate__(self, state: tuple[object, ...]) -> None:
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
 
     def drain(self) -> dict[str, TableRows]:

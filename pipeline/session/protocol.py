@@ -62,10 +62,10 @@ class ProtocolState:
         self.last_command: str | None = None
         self.pending_overflowed = False
 
-    def __getstate__(self) -> tuple[object, ...]:
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
-    def __setstate__(self, state: tuple[object, ...]) -> None:
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
 
     # ---- events ----------------------------------------------------------------------------

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from pipeline.driver import DriverState
 
-STATE_VERSION = 5  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
-# 3: messages and acks rows as dicts; 4: before the compiled classes pickled as their slots
+STATE_VERSION = 4  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
+# 3: messages and acks rows as dicts
 
 
 @dataclass(slots=True)

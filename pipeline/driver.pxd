@@ -1,0 +1,17 @@
+# Compiled from driver.py (pipeline.compiled.SOURCE_MODULES): the driver as an extension type,
+# its in-order path calling the tracker and the model typed.
+
+import cython
+
+from pipeline.reassembly.connections cimport ConnectionTracker as CConnectionTracker
+from pipeline.session.model cimport SessionModel as CSessionModel
+
+
+cdef class ConnectionDriver:
+    cdef public object config, _state, _first_source
+    cdef public dict _out
+
+    @cython.locals(tracker=CConnectionTracker, model=CSessionModel)
+    cpdef data_run(self, src_ip, src_port, data, list sizes, list timestamps, list sources, last_ns)
+
+    cpdef _plain_tcp(self)
