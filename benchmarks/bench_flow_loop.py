@@ -14,8 +14,6 @@ rows; no Parquet; the garbage collector's threshold raised as in the pass), one 
   source, every twin compiled; how the flow pass ran before they were compiled;
 - ``pure_python_loop``: the packet loop's pure-Python twin (`pipeline/spark/packet_loop.py`),
   everything else compiled;
-- ``pure_python_streams``: the session streams' pure-Python twin (`pipeline/session/streams.py`),
-  everything else compiled;
 - ``pure_python``: nothing compiled (STOMP_LAKE_PURE_PYTHON=1);
 - ``no_session_model``: compiled, with every frame and heart-beat decoded and passed over, but
   no session model and no rows: what is left when the session model costs nothing.
@@ -42,7 +40,7 @@ import pyarrow as pa
 from benchmarks.traffic import TrafficSpec, generate_files
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.process import fewer_collections
-from pipeline.session import model, streams
+from pipeline import driver
 from pipeline.session.model import SessionModel
 from pipeline.session.streams import DirectionStream
 from pipeline.spark import flows
@@ -58,7 +56,6 @@ WAYS = (
     "compiled",
     "source_modules",
     "pure_python_loop",
-    "pure_python_streams",
     "pure_python",
     "no_session_model",
 )
@@ -113,16 +110,18 @@ def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
 _decoded = [0]  # frames `_decode_only` passed over
 
 
-def _decode_only(_model: SessionModel, stream: DirectionStream) -> None:
-    """`SessionModel._process` that decodes every event and passes over it: no rows."""
-    assert stream.decoder is not None
-    for event in stream.decoder.events():
-        if type(event) is Frame:
-            _decoded[0] += 1
-            stream.consumed(event.end)
-        elif type(event) is HeartBeat:
-            stream.consumed(event.offset + event.length)
-    stream.prune()
+class DecodingOnly(SessionModel):
+    """A session model whose `_process` decodes every event and passes over it: no rows."""
+
+    def _process(self, stream: DirectionStream) -> None:
+        assert stream.decoder is not None
+        for event in stream.decoder.events():
+            if type(event) is Frame:
+                _decoded[0] += 1
+                stream.consumed(event.end)
+            elif type(event) is HeartBeat:
+                stream.consumed(event.offset + event.length)
+        stream.prune()
 
 
 def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float, int]:
@@ -133,17 +132,13 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
         packet_loop() if way in ("compiled", "source_modules", "no_session_model") else feed_packets
     )
     original = flows.packet_loop
-    original_process = SessionModel._process
-    original_streams = model.implementation
     flows.packet_loop = lambda: loop
     if way == "pure_python":
         os.environ[PURE_PYTHON_VARIABLE] = "1"
         speedups.compiled = None
-    if way == "pure_python_streams":
-        model.implementation = lambda: streams
     if way == "no_session_model":
         _decoded[0] = 0
-        SessionModel._process = _decode_only  # type: ignore[method-assign,assignment]
+        driver.SessionModel = DecodingOnly  # type: ignore[misc]  # the models the driver makes
     try:
         frames = 0
 
@@ -162,8 +157,7 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
         return seconds, _decoded[0] if way == "no_session_model" else frames
     finally:
         flows.packet_loop = original
-        SessionModel._process = original_process  # type: ignore[method-assign]
-        model.implementation = original_streams
+        driver.SessionModel = SessionModel  # type: ignore[misc]
         os.environ.pop(PURE_PYTHON_VARIABLE, None)
         speedups.compiled = compiled_decoder
 
@@ -204,7 +198,6 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
         "runs": {way: [round(t, 3) for t in runs] for way, runs in times.items()},
         "compiled_vs_source_modules": ratio("source_modules"),
         "compiled_vs_pure_python_loop": ratio("pure_python_loop"),
-        "compiled_vs_pure_python_streams": ratio("pure_python_streams"),
         "compiled_vs_pure_python": ratio("pure_python"),
         "session_model_share": round(
             statistics.median(
@@ -239,8 +232,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Time of the pure-Python way / the compiled one, median of per-round ratios: the "
         f"modules compiled from their source {result['compiled_vs_source_modules']}x, the "
-        f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, the session streams' "
-        f"twin {result['compiled_vs_pure_python_streams']}x, every twin "
+        f"packet loop's twin {result['compiled_vs_pure_python_loop']}x, every twin "
         f"{result['compiled_vs_pure_python']}x.",
         "",
         "The session model and its rows take "
@@ -251,8 +243,8 @@ def markdown(result: dict[str, Any]) -> str:
         "`pipeline/session/_streams.pyx`, `pipeline/session/_frame_rows.pyx`, the decoder's "
         "`_speedups.c`, and `pipeline.compiled.SOURCE_MODULES` compiled from their own source); "
         "`source_modules`: those imported as source; `pure_python_loop`: the "
-        "loop's twin `pipeline/spark/packet_loop.py`; `pure_python_streams`: the streams' twin "
-        "`pipeline/session/streams.py`; "
+        "loop's twin `pipeline/spark/packet_loop.py` (the streams' twin runs only with the "
+        "model as source: the compiled model reads its compiled streams typed); "
         "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "
         "reassembler's per-run work, the session model and the table rows. `no_session_model`: "
         "compiled, every frame and heart-beat decoded (by the version the connection starts "
