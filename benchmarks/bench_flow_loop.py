@@ -38,9 +38,9 @@ from typing import Any
 import pyarrow as pa
 
 from benchmarks.traffic import TrafficSpec, generate_files
+from pipeline import driver
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.process import fewer_collections
-from pipeline import driver
 from pipeline.session.model import SessionModel
 from pipeline.session.streams import DirectionStream
 from pipeline.spark import flows

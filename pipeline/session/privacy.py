@@ -47,14 +47,17 @@ def is_secret_header(name: str) -> bool:
 
 
 # Header names met and found not secret, up to a bound (hostile names fall back to the cache
-# above): one set lookup per frame instead of a call per header, 0.1 against 0.5 us a frame.
+# above): set lookups per frame instead of a call per header, 0.1 against 0.5 us a frame.
 _PLAIN_NAMES: set[str] = set()
 _PLAIN_NAMES_MAX = 4096
 
 
 def has_secret_header(names: Iterable[str]) -> bool:
     """Whether any of ``names`` is taken for a passcode (`is_secret_header`)."""
-    if _PLAIN_NAMES.issuperset(names):
+    for name in names:  # not issuperset, which copies a dict of names into a set first
+        if name not in _PLAIN_NAMES:
+            break
+    else:
         return False
     found = False
     for name in names:

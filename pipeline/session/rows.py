@@ -42,9 +42,8 @@ def user_headers(headers: dict[str, str]) -> dict[str, str]:
     """The headers without those with a column of their own, in their order (a copy less the
     standard names: a third faster than choosing header by header)."""
     user = headers.copy()
-    pop = user.pop
     for name in _MESSAGE_HEADER_NAMES:
-        pop(name, None)
+        user.pop(name, None)  # on a dict typed as such (rows.pxd): a C call
     return user
 
 
