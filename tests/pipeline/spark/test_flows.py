@@ -538,9 +538,16 @@ def _offline_ways(paths: list[str], monkeypatch: pytest.MonkeyPatch) -> list[Off
         patch.setattr("pipeline.spark.flows.RUN_PACKETS", 2)
         results.append(run_offline(paths))
     with monkeypatch.context() as patch:
-        patch.setattr(ConnectionDriver, "in_order_position", lambda *_: None)
+        patch.setattr("pipeline.spark.flows.ConnectionDriver", _PacketByPacket)
         results.append(run_offline(paths))
     return results
+
+
+class _PacketByPacket(ConnectionDriver):
+    """A driver that never starts a run (an extension type: patched by subclassing)."""
+
+    def in_order_position(self, src_ip: str, src_port: int) -> tuple[int, int] | None:
+        return None
 
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
