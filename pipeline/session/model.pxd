@@ -8,6 +8,7 @@ import cython
 from pipeline.session._streams cimport Chunk as CChunk, DirectionStream as CStream
 from pipeline.session.outbox cimport Outbox as COutbox
 from pipeline.session.protocol cimport ProtocolState as CProtocolState
+from pipeline.stomp.decoder cimport Decoder as CDecoder
 from pipeline.stomp.events cimport Frame as CFrame
 
 
@@ -21,8 +22,10 @@ cdef class SessionModel:
     cdef public object _frame_index
     cdef public object _first, _close, _websocket, _ws_close
 
+    @cython.locals(stream=CStream)
     cpdef on_data_run(self, direction, offset, data, list sizes, list timestamps, list sources)
 
+    @cython.locals(decoder=CDecoder)
     cpdef _process(self, CStream stream)
 
     @cython.locals(chunk=CChunk, previous=CChunk)

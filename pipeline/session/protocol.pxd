@@ -1,6 +1,6 @@
 # Compiled from protocol.py (pipeline.compiled.SOURCE_MODULES): ProtocolState as an extension
-# type, read typed by the model (model.pxd). The handlers stay Python methods: `_HANDLERS` holds
-# them as such.
+# type, read typed by the model (model.pxd). The hot handlers take the frame untyped: `_HANDLERS`
+# holds them as Python callables, which Cython cannot make of a method of a cimported type.
 
 # Aliased: protocol.py imports the Python names itself.
 from pipeline.session.deliveries cimport DeliveryLedger as CDeliveryLedger
@@ -17,6 +17,10 @@ cdef class ProtocolState:
     cdef public bint disconnected, disconnect_answered, pending_overflowed
 
     cpdef on_frame(self, direction, index, dict headers, CFrame frame, body, at)
+    cpdef _on_send(self, index, dict headers, frame, body, at)
+    cpdef _on_message(self, index, dict headers, frame, body, at)
+    cpdef _on_ack(self, index, dict headers, frame, body, at)
+    cpdef _on_receipt(self, index, dict headers, frame, body, at)
     cpdef _violation(self, kind, direction, at, offset, detail)
     cpdef _answer_receipt(self, receipt_id, outcome, at, offset)
     cpdef _apply_ack(self, row, tuple keys, at)

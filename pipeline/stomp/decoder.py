@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.stomp import violations as v
 from pipeline.stomp.command_line import EXACT_COMMANDS, decode_command_line
 from pipeline.stomp.commands import NO_BODY_COMMANDS, VERSIONS
@@ -99,6 +100,12 @@ class Decoder:
         self._resync_here = True
         self._nuls_from = offset
         self._state = _RESYNC if resync else _IDLE
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
     # -- public API ---------------------------------------------------------------------------
 
