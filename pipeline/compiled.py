@@ -83,9 +83,14 @@ class SourceFinder:
     modules are left to Python's own finders."""
 
     def __init__(
-        self, modules: Sequence[str] = SOURCE_MODULES, *, checkout: bool = CHECKOUT
+        self,
+        modules: Sequence[str] = SOURCE_MODULES,
+        *,
+        checkout: bool = CHECKOUT,
+        root: str = ROOT,
     ) -> None:
         self.modules = frozenset(modules)
+        self.root = root  # where the modules' packages are, in a checkout
         # Builds are compared with their sources only in a source checkout (an editable
         # install): an installed wheel writes its files in no particular order.
         self.checkout = checkout
@@ -122,7 +127,7 @@ class SourceFinder:
         if self._checked is None:
             self._checked = False
             for name in self.modules:
-                base = os.path.join(ROOT, *name.split("."))
+                base = os.path.join(self.root, *name.split("."))
                 for suffix in importlib.machinery.EXTENSION_SUFFIXES:
                     if os.path.exists(base + suffix) and _edited_since(base + suffix, base + ".py"):
                         self._checked = True

@@ -122,3 +122,42 @@ def test_a_source_newer_than_its_build_is_imported_as_source(tmp_path: Path) -> 
     spec = installed.find_spec("pipeline.session.clock", [str(package)])
     assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
     assert CHECKOUT  # the tests run from the repository
+
+
+def _built_package(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A package folder under ``tmp_path`` holding a copy of ``pipeline.session.<name>``'s build
+    and a source older than it; returns the folder and the source."""
+    package = tmp_path / "pipeline" / "session"
+    package.mkdir(parents=True, exist_ok=True)
+    built = importlib.import_module(f"pipeline.session.{name}").__file__
+    assert built is not None and built.endswith(".so")
+    (package / Path(built).name).write_bytes(Path(built).read_bytes())
+    source = package / f"{name}.py"
+    source.write_text("STAMP = 'source'\n")
+    os.utime(source, (0, 0))
+    return package, source
+
+
+def test_a_pxd_newer_than_the_build_imports_the_source(tmp_path: Path) -> None:
+    """The .pxd declares the types the module is compiled with: editing it stales the build."""
+    package, source = _built_package(tmp_path, "clock")
+    finder = SourceFinder(["pipeline.session.clock"], checkout=True, root=str(tmp_path))
+    spec = finder.find_spec("pipeline.session.clock", [str(package)])
+    assert spec is not None and spec.origin is not None and spec.origin.endswith(".so")
+    (package / "clock.pxd").write_text("# edited after the build\n")
+    finder = SourceFinder(["pipeline.session.clock"], checkout=True, root=str(tmp_path))
+    spec = finder.find_spec("pipeline.session.clock", [str(package)])
+    assert spec is not None and spec.origin == str(source)
+
+
+def test_one_stale_module_imports_every_one_as_source(tmp_path: Path) -> None:
+    """The compiled modules read each other's classes typed: one imported as source while the
+    others stay compiled would be refused by them, so all are imported as source."""
+    package, _ = _built_package(tmp_path, "clock")
+    _, edited = _built_package(tmp_path, "outbox")
+    os.utime(edited)  # edited after its build
+    modules = ["pipeline.session.clock", "pipeline.session.outbox"]
+    finder = SourceFinder(modules, checkout=True, root=str(tmp_path))
+    spec = finder.find_spec("pipeline.session.clock", [str(package)])
+    assert spec is not None and spec.origin == str(package / "clock.py")
+    assert finder.stale == ["pipeline.session.clock"]
