@@ -51,7 +51,7 @@ SHA256 = "body sha256"
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "packet loop, all of reassembly, decoding and the model": (r"_packet_loop_\d+feed_packets$",),
     "session model (frames, heart-beats, rows)": (r"SessionModel_\d*_process$",),
-    "  of which STOMP decoding": (r"Decoder_\d+events$", r"Decoder_\d+next_event$"),
+    "  of which STOMP decoding": (r"Decoder_\d*events$", r"Decoder_\d*next_event$"),
     "  of which protocol state": (r"ProtocolState_\d*on_frame$",),
     SHA256: (r"^_hashlib_openssl_sha256$",),
     "pieces unpacked and merged": (
