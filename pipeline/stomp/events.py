@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.stomp.headers import decode_header_block
 
 
@@ -67,6 +68,12 @@ class Frame:
         self._violations: tuple[Violation, ...] | list[Violation] = tuple(violations)
         # (raw header bytes, their stream offset, version, lenient) until decoded
         self._undecoded: tuple[bytes, int, str, bool] | None = None
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
     def _decode(self) -> list[tuple[str, str]]:
         assert self._undecoded is not None
