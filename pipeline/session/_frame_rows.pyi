@@ -1,9 +1,12 @@
+from array import array
 from typing import Any
 
 from pipeline.session.rows import Body
 
+INT64_COLUMNS: tuple[str, ...]
+
 class FrameColumns:
-    columns: tuple[list[Any], ...]
+    columns: tuple[list[Any] | array[int], ...]
     regular: bool
     def add(
         self,

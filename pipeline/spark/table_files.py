@@ -10,14 +10,15 @@ of a failed or speculative task attempt stay in the staging folder, which is rem
 
 from __future__ import annotations
 
+import array
 import functools
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -100,8 +101,17 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
     made = {"headers": headers, "header_list": header_list}
     for name in FRAME_COLUMNS:
         if name not in made:
-            made[name] = pa.array(rows.column(name), fields[name].type)
+            made[name] = _held_array(rows.column(name), fields[name].type)
     return _with_times(struct, made)
+
+
+def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """A held column as Arrow: a list converted value by value, or an int64 C array (the
+    compiled twin's integer columns, `_frame_rows.INT64_COLUMNS`) taken whole."""
+    if isinstance(values, array.array) and values.typecode == "q" and type_ == pa.int64():
+        data = pa.py_buffer(values.tobytes())  # a copy: the held column may grow after
+        return pa.Array.from_buffers(type_, len(values), [None, data])
+    return pa.array(values, type_)
 
 
 def slot_batch(table: str, rows: list[SlotRow]) -> pa.RecordBatch:

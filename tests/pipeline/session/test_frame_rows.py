@@ -79,7 +79,8 @@ def test_the_twins_hold_the_same_columns_and_rows() -> None:
     for rows in (python, built):
         for n, (headers, header_list, _) in enumerate(ENTRIES[:3]):
             _add(rows, n, headers, header_list)
-    assert python.columns == built.columns and len(python) == len(built) == 3
+    assert [list(c) for c in python.columns] == [list(c) for c in built.columns]
+    assert len(python) == len(built) == 3
     assert list(python) == list(built) and python == built
     row = python[1]
     assert list(row) == [
