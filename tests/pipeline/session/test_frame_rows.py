@@ -92,6 +92,22 @@ def test_the_twins_hold_the_same_columns_and_rows() -> None:
     assert (row["body_length"], row["body_sha256"], row["tcp_offset"]) == (3, "ab" * 32, 102)
 
 
+def test_the_compiled_twin_holds_its_integer_columns_as_int64_arrays() -> None:
+    """Arrow takes them whole (`table_files._held_array`); a value no int64 holds raises before
+    any column grows."""
+    python, built = _both()
+    for rows in (python, built):
+        _add(rows, 0, {"a": "1"}, [("a", "1")])
+    for name in compiled.INT64_COLUMNS:
+        held: Any = built.column(name)  # typed as the reference's list
+        assert held.typecode == "q" and list(held) == python.column(name)
+    with pytest.raises(OverflowError):
+        built.add(
+            "s1", "c2s", 2**63, 0, 0, "SEND", {}, [], None, (0, None, None, None), 0, 0, 0, None
+        )
+    assert {len(column) for column in built.columns} == {1}
+
+
 def test_rows_added_as_dicts_or_as_rows_join_the_columns() -> None:
     python, built = _both()
     _add(python, 0, {"a": "1"}, [("a", "1")])
