@@ -156,7 +156,9 @@ def slot_values(instance: object) -> tuple[None, dict[str, object]]:
     """``__getstate__`` of a class of `SOURCE_MODULES` that a ``.pxd`` beside it makes an
     extension type where compiled: its slots as Python pickles a class with ``__slots__``, so the
     compiled and the pure-Python class pickle alike (Cython's own pickling names a function only
-    the compiled module has) and a connection carried by one resumes in the other."""
+    the compiled module has) and a connection carried by one resumes in the other. Each class
+    calls it from a ``__getstate__`` method of its own: Cython still generates its own pickling
+    for a class that merely assigns this function to ``__getstate__``."""
     names = type(instance).__slots__  # type: ignore[attr-defined]
     return None, {name: getattr(instance, name) for name in names}
 
