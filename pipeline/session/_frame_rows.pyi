@@ -1,12 +1,27 @@
 from array import array
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
+
+import pyarrow as pa
 
 from pipeline.session.rows import Body
 
 INT64_COLUMNS: tuple[str, ...]
+OFFSET_LIMIT: int
+
+class HeaderPairs(Sequence[Any]):
+    as_dicts: bool
+    def __init__(self, as_dicts: bool = False) -> None: ...
+    def arrow(self, type_: pa.DataType) -> pa.Array: ...
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
 
 class FrameColumns:
-    columns: tuple[list[Any] | array[int], ...]
+    @property
+    def columns(self) -> tuple[list[Any] | array[int] | HeaderPairs, ...]: ...
     regular: bool
     def add(
         self,

@@ -87,7 +87,7 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
     name repeated), as they almost always do: converting it again cost as much as the list."""
     struct = row_struct("frames")
     fields = {f.name: f for f in struct}
-    header_list = pa.array(rows.column("header_list"), fields["header_list"].type)
+    header_list = _pairs_array(rows.column("header_list"), fields["header_list"].type)
     if rows.regular:
         entries = header_list.values
         headers = pa.MapArray.from_arrays(
@@ -97,12 +97,19 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
             type=fields["headers"].type,
         )
     else:
-        headers = pa.array(rows.column("headers"), fields["headers"].type)
+        headers = _pairs_array(rows.column("headers"), fields["headers"].type)
     made = {"headers": headers, "header_list": header_list}
     for name in FRAME_COLUMNS:
         if name not in made:
             made[name] = _held_array(rows.column(name), fields[name].type)
     return _with_times(struct, made)
+
+
+def _pairs_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """A header column as Arrow: the compiled twin's pairs (`_frame_rows.HeaderPairs`) taken as
+    buffers, or a list converted value by value."""
+    arrow = getattr(values, "arrow", None)
+    return pa.array(values, type_) if arrow is None else arrow(type_)
 
 
 def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:

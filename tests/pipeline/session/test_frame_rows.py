@@ -165,3 +165,81 @@ def test_a_session_models_frames_convert_as_their_dicts() -> None:
         rows.extend(frames)
         given = pa.RecordBatch.from_struct_array(pa.array(list(rows), row_struct("frames")))
         assert frame_batch(rows).equals(given)
+
+
+def _batches_agree(rows: FrameRows) -> None:
+    given = pa.RecordBatch.from_struct_array(pa.array(list(rows), row_struct("frames")))
+    assert frame_batch(rows).equals(given)
+
+
+def test_the_compiled_twin_holds_header_pairs_as_arrow_buffers() -> None:
+    """Their text copied while it is fresh (`_frame_rows.HeaderPairs`); the map is the list
+    read as dicts until a frame's headers do not follow its list."""
+    python, built = _both()
+    for rows in (python, built):
+        _add(rows, 0, {"a": "1", "ü": "日本"}, [("a", "1"), ("ü", "日本")])
+    pairs: Any = built.column("header_list")  # typed as the reference's list
+    assert isinstance(pairs, compiled.HeaderPairs) and not pairs.as_dicts
+    assert built.column("headers")[0] == {"a": "1", "ü": "日本"}
+    assert pairs[-1] == [("a", "1"), ("ü", "日本")]
+    for rows in (python, built):
+        _add(rows, 1, {"m": "first"}, [("m", "first"), ("m", "second")])
+        _add(rows, 2, {"b": "2"}, [("b", "2")])
+    assert isinstance(built.column("headers"), compiled.HeaderPairs) and not built.regular
+    assert [list(c) for c in python.columns] == [list(c) for c in built.columns]
+    _batches_agree(built)
+
+
+@pytest.mark.parametrize(("headers", "header_list", "follows"), ENTRIES)
+def test_pairs_not_all_text_are_held_as_objects(
+    headers: dict[str, str], header_list: Any, follows: bool
+) -> None:
+    python, built = _both()
+    for rows in (python, built):
+        _add(rows, 0, {"a": "1"}, [("a", "1")])
+        _add(rows, 1, {"a": "1"}, [("a", "1"), ("a", "2")])
+        _add(rows, 2, headers, header_list)
+        _add(rows, 3, {"b": "2"}, [("b", "2")])
+    assert [list(c) for c in python.columns] == [list(c) for c in built.columns]
+    assert list(python) == list(built)
+
+
+def test_text_that_cannot_be_encoded_raises_before_any_column_grows() -> None:
+    _, built = _both()
+    _add(built, 0, {"a": "1"}, [("a", "1")])
+    with pytest.raises(UnicodeEncodeError):
+        _add(built, 1, {"a": "\udc80"}, [("a", "\udc80")])
+    assert {len(column) for column in built.columns} == {1}
+
+
+def test_pairs_past_arrows_offsets_are_held_as_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiled, "OFFSET_LIMIT", 12)
+    python, built = _both()
+    for rows in (python, built):
+        for n in range(4):
+            _add(rows, n, {"name": f"value{n}"}, [("name", f"value{n}")])
+    assert not isinstance(built.column("header_list"), compiled.HeaderPairs)
+    assert python == built
+    _batches_agree(built)
+
+
+@pytest.mark.parametrize("irregular", ["none", "mine", "theirs"])
+def test_columns_joined_keep_their_pairs(irregular: str) -> None:
+    python, built = _both()
+    _, other = _both()
+    for rows in (python, built):
+        _add(rows, 0, {"a": "1"}, [("a", "1")])
+    if irregular == "mine":
+        for rows in (python, built):
+            _add(rows, 1, {"a": "1"}, [("a", "1"), ("a", "2")])
+    _add(other, 2, {"b": "2"}, [("b", "2")])
+    if irregular == "theirs":
+        _add(other, 3, {"c": "3"}, [("c", "3"), ("c", "4")])
+    python.extend(other)
+    built.extend(other)
+    assert isinstance(built.column("header_list"), compiled.HeaderPairs)
+    assert python == built and built.regular is (irregular == "none")
+    _batches_agree(built)
+    copy = pickle.loads(pickle.dumps(built))
+    assert copy == built and copy.regular is built.regular
+    assert isinstance(copy.column("header_list"), compiled.HeaderPairs)
