@@ -6,6 +6,8 @@
   runs gathered, payloads read back).
 * `pipeline.session._streams` (Cython): the session model's chunk bookkeeping, a chunk per
   capture packet.
+* `pipeline.session._arrow_columns` (Cython): table columns built in Arrow's buffers as their
+  values come (for the two modules below).
 * `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
   decoded frame.
 * `pipeline.session._message_rows` (Cython): the messages and acks tables' rows, a C field per
@@ -66,6 +68,12 @@ else:
             Extension(
                 "pipeline.session._frame_rows",
                 ["pipeline/session/_frame_rows.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            Extension(
+                "pipeline.session._arrow_columns",
+                ["pipeline/session/_arrow_columns.pyx"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

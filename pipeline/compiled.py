@@ -3,9 +3,9 @@
 `setup.py` builds them during `pip install` (a wheel has them). They are of two kinds:
 
 * Twins: a Cython or C module (`_scan`, `_packet_loop`, `_streams`, `_frame_rows`,
-  `_message_rows`, `_speedups`) beside a pure-Python module that stays the readable reference
-  and gives identical results; without a build, or with ``STOMP_LAKE_PURE_PYTHON=1`` in the
-  environment, `load` returns None and the twins run.
+  `_message_rows`, both with `_arrow_columns`, `_speedups`) beside a pure-Python module that
+  stays the readable reference and gives identical results; without a build, or with
+  ``STOMP_LAKE_PURE_PYTHON=1`` in the environment, `load` returns None and the twins run.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
   model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
   their own source into an extension module of the same name, which Python's import prefers to

@@ -1,23 +1,10 @@
 from array import array
-from collections.abc import Sequence
-from typing import Any, overload
+from typing import Any
 
-import pyarrow as pa
-
+from pipeline.session._arrow_columns import HeaderPairs
 from pipeline.session.rows import Body
 
 INT64_COLUMNS: tuple[str, ...]
-OFFSET_LIMIT: int
-
-class HeaderPairs(Sequence[Any]):
-    as_dicts: bool
-    def __init__(self, as_dicts: bool = False) -> None: ...
-    def arrow(self, type_: pa.DataType) -> pa.Array: ...
-    def __len__(self) -> int: ...
-    @overload
-    def __getitem__(self, index: int) -> Any: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Any]: ...
 
 class FrameColumns:
     @property

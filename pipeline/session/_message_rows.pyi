@@ -1,5 +1,7 @@
 from typing import Any
 
+import pyarrow as pa
+
 class MessageSlots:
     @classmethod
     def make(
@@ -15,6 +17,8 @@ class MessageSlots:
     ) -> Any: ...
     @staticmethod
     def columns(rows: list[Any]) -> tuple[list[Any], ...]: ...
+    @staticmethod
+    def arrays(rows: list[Any], types: tuple[pa.DataType, ...]) -> list[pa.Array]: ...
 
 class AckSlots:
     @classmethod
@@ -29,3 +33,5 @@ class AckSlots:
     ) -> Any: ...
     @staticmethod
     def columns(rows: list[Any]) -> tuple[list[Any], ...]: ...
+    @staticmethod
+    def arrays(rows: list[Any], types: tuple[pa.DataType, ...]) -> list[pa.Array]: ...

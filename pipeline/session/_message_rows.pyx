@@ -6,6 +6,7 @@ the Python classes made from these add (`message_rows.CompiledMessageRow`).
 `tests/pipeline/session/test_message_rows.py` holds the two twins to the same rows and columns.
 """
 
+from pipeline.session._arrow_columns cimport Column, column_for
 from pipeline.session.rows import parse_length, user_headers
 
 
@@ -120,6 +121,49 @@ cdef class MessageSlots:
         )
 
 
+    @staticmethod
+    def arrays(list rows not None, tuple types not None):
+        """The held columns of ``rows`` as Arrow arrays of ``types`` (in the order of `columns`),
+        built as the rows are read (`_arrow_columns`)."""
+        if len(types) != 24:
+            raise ValueError(f"a messages row holds 24 columns, not {len(types)}")
+        cdef list built = [column_for(type_) for type_ in types]
+        cdef Column c0 = built[0], c1 = built[1], c2 = built[2], c3 = built[3], c4 = built[4]
+        cdef Column c5 = built[5], c6 = built[6], c7 = built[7], c8 = built[8], c9 = built[9]
+        cdef Column c10 = built[10], c11 = built[11], c12 = built[12], c13 = built[13]
+        cdef Column c14 = built[14], c15 = built[15], c16 = built[16], c17 = built[17]
+        cdef Column c18 = built[18], c19 = built[19], c20 = built[20], c21 = built[21]
+        cdef Column c22 = built[22], c23 = built[23]
+        cdef MessageSlots row
+        for item in rows:
+            row = <MessageSlots?>item
+            c0.add(row.session_id)
+            c1.add(row.direction)
+            c2.add(row.frame_index)
+            c3.add(row.ts_ns)
+            c4.add(row.command)
+            c5.add(row.destination)
+            c6.add(row.message_id)
+            c7.add(row.subscription)
+            c8.add(row.ack_id)
+            c9.add(row.transaction)
+            c10.add(row.transaction_outcome)
+            c11.add(row.content_type)
+            c12.add(row.content_length)
+            c13.add(row.body_length)
+            c14.add(row.body_sha256)
+            c15.add(row.body_preview)
+            c16.add(row.body)
+            c17.add(row.receipt)
+            c18.add(row.user_headers)
+            c19.add(row.ack_mode)
+            c20.add(row.ack_outcome)
+            c21.add(row.acked_at_ns)
+            c22.add(row.ack_latency_ms)
+            c23.add(row.ack_frame_index)
+        return [column.arrow() for column in built]
+
+
 cdef class AckSlots:
     cdef public object session_id, frame_index, ts_ns, command, ack_id, message_id
     cdef public object subscription, ack_mode, transaction, transaction_outcome
@@ -183,3 +227,31 @@ cdef class AckSlots:
             latency_ms,
             receipt,
         )
+
+    @staticmethod
+    def arrays(list rows not None, tuple types not None):
+        """`MessageSlots.arrays` for acks."""
+        if len(types) != 14:
+            raise ValueError(f"an acks row holds 14 columns, not {len(types)}")
+        cdef list built = [column_for(type_) for type_ in types]
+        cdef Column c0 = built[0], c1 = built[1], c2 = built[2], c3 = built[3], c4 = built[4]
+        cdef Column c5 = built[5], c6 = built[6], c7 = built[7], c8 = built[8], c9 = built[9]
+        cdef Column c10 = built[10], c11 = built[11], c12 = built[12], c13 = built[13]
+        cdef AckSlots row
+        for item in rows:
+            row = <AckSlots?>item
+            c0.add(row.session_id)
+            c1.add(row.frame_index)
+            c2.add(row.ts_ns)
+            c3.add(row.command)
+            c4.add(row.ack_id)
+            c5.add(row.message_id)
+            c6.add(row.subscription)
+            c7.add(row.ack_mode)
+            c8.add(row.transaction)
+            c9.add(row.transaction_outcome)
+            c10.add(row.acked_message_count)
+            c11.add(row.delivered_at_ns)
+            c12.add(row.latency_ms)
+            c13.add(row.receipt)
+        return [column.arrow() for column in built]

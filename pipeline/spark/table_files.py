@@ -126,11 +126,13 @@ def slot_batch(table: str, rows: list[SlotRow]) -> pa.RecordBatch:
     each held column taken out of the rows and converted at once."""
     struct = row_struct(table)
     kind = type(rows[0])
-    made = {
-        name: pa.array(values, struct.field(name).type)
-        for name, values in zip(kind.FIELDS, kind.columns(rows), strict=True)
-    }
-    return _with_times(struct, made)
+    types = tuple(struct.field(name).type for name in kind.FIELDS)
+    built = getattr(kind, "arrays", None)  # the compiled twin's (`_message_rows`)
+    if built is None:
+        arrays = [pa.array(v, t) for v, t in zip(kind.columns(rows), types, strict=True)]
+    else:
+        arrays = built(rows, types)
+    return _with_times(struct, dict(zip(kind.FIELDS, arrays, strict=True)))
 
 
 def _with_times(struct: pa.StructType, made: dict[str, pa.Array]) -> pa.RecordBatch:

@@ -20,6 +20,7 @@ from pipeline.spark.table_files import frame_batch, row_struct
 from tests.pipeline.session.conversation import Conversation
 
 compiled = pytest.importorskip("pipeline.session._frame_rows")
+columns = pytest.importorskip("pipeline.session._arrow_columns")
 T0 = 1_700_000_000_000_000_000
 
 # (headers, header_list): the writer may make the map from the list only where they agree
@@ -179,13 +180,13 @@ def test_the_compiled_twin_holds_header_pairs_as_arrow_buffers() -> None:
     for rows in (python, built):
         _add(rows, 0, {"a": "1", "ü": "日本"}, [("a", "1"), ("ü", "日本")])
     pairs: Any = built.column("header_list")  # typed as the reference's list
-    assert isinstance(pairs, compiled.HeaderPairs) and not pairs.as_dicts
+    assert isinstance(pairs, columns.HeaderPairs) and not pairs.as_dicts
     assert built.column("headers")[0] == {"a": "1", "ü": "日本"}
     assert pairs[-1] == [("a", "1"), ("ü", "日本")]
     for rows in (python, built):
         _add(rows, 1, {"m": "first"}, [("m", "first"), ("m", "second")])
         _add(rows, 2, {"b": "2"}, [("b", "2")])
-    assert isinstance(built.column("headers"), compiled.HeaderPairs) and not built.regular
+    assert isinstance(built.column("headers"), columns.HeaderPairs) and not built.regular
     assert [list(c) for c in python.columns] == [list(c) for c in built.columns]
     _batches_agree(built)
 
@@ -213,12 +214,12 @@ def test_text_that_cannot_be_encoded_raises_before_any_column_grows() -> None:
 
 
 def test_pairs_past_arrows_offsets_are_held_as_objects(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compiled, "OFFSET_LIMIT", 12)
+    monkeypatch.setattr(columns, "OFFSET_LIMIT", 12)
     python, built = _both()
     for rows in (python, built):
         for n in range(4):
             _add(rows, n, {"name": f"value{n}"}, [("name", f"value{n}")])
-    assert not isinstance(built.column("header_list"), compiled.HeaderPairs)
+    assert not isinstance(built.column("header_list"), columns.HeaderPairs)
     assert python == built
     _batches_agree(built)
 
@@ -237,9 +238,9 @@ def test_columns_joined_keep_their_pairs(irregular: str) -> None:
         _add(other, 3, {"c": "3"}, [("c", "3"), ("c", "4")])
     python.extend(other)
     built.extend(other)
-    assert isinstance(built.column("header_list"), compiled.HeaderPairs)
+    assert isinstance(built.column("header_list"), columns.HeaderPairs)
     assert python == built and built.regular is (irregular == "none")
     _batches_agree(built)
     copy = pickle.loads(pickle.dumps(built))
     assert copy == built and copy.regular is built.regular
-    assert isinstance(copy.column("header_list"), compiled.HeaderPairs)
+    assert isinstance(copy.column("header_list"), columns.HeaderPairs)

@@ -171,3 +171,21 @@ def test_arrow_types_of_the_held_columns() -> None:
     batch = row_batch("messages", _messages(_kinds()[1][0]))
     assert batch.column("user_headers").type == pa.map_(pa.string(), pa.string())
     assert batch.column("ack_latency_ms").to_pylist() == [2.5, None, None, None]
+
+
+def test_the_compiled_twin_builds_the_arrays_arrow_converts_from_the_columns() -> None:
+    """`_message_rows.MessageSlots.arrays`: the held columns built as Arrow's buffers as the rows
+    are read, equal to `pyarrow.array` of `columns`."""
+    message_kind, ack_kind = _kinds()[1]
+    for table, rows in (("messages", _messages(message_kind)), ("acks", _acks(ack_kind))):
+        kind: Any = type(rows[0])  # the compiled twin's: typed as the reference
+        types = tuple(row_struct(table).field(name).type for name in kind.FIELDS)
+        built = kind.arrays(rows, types)
+        converted = [pa.array(v, t) for v, t in zip(kind.columns(rows), types, strict=True)]
+        assert [a.type for a in built] == list(types)
+        assert all(a.equals(b) for a, b in zip(built, converted, strict=True)), table
+        with pytest.raises(ValueError):
+            kind.arrays(rows, types[:-1])
+    messages: Any = message_kind
+    with pytest.raises(TypeError):  # an ack among messages
+        messages.arrays([_acks(ack_kind)[0]], tuple(pa.string() for _ in MessageRow.FIELDS))

@@ -1,0 +1,45 @@
+from cpython cimport array
+
+
+cdef class Column:
+    cdef object type_
+    cdef list fallback  # the values as objects, once one did not fit; None before
+    cdef Py_ssize_t length, nulls
+    cdef array.array valid  # a byte per value: 1 when not null
+    cdef int add(self, object value) except -1
+    cdef int _take(self, object value) except -1
+    cdef list _values(self)
+    cdef object _validity(self)
+
+
+cdef class TextColumn(Column):
+    cdef array.array ends, data
+    cdef bint binary
+    cdef Py_ssize_t limit
+
+
+cdef class Int64Column(Column):
+    cdef array.array values
+
+
+cdef class HeaderPairs:
+    cdef array.array frame_ends, name_ends, value_ends, names, values
+    cdef readonly bint as_dicts
+    cdef Py_ssize_t limit
+    cdef HeaderPairs view(self, bint as_dicts)
+    cdef HeaderPairs copy(self, bint as_dicts)
+    cdef bint fits(self, Py_ssize_t pairs, Py_ssize_t name_bytes, Py_ssize_t value_bytes)
+    cdef bint takes_list(self, object pairs) except -1
+    cdef bint takes_dict(self, object headers) except -1
+    cdef int add_list(self, list pairs) except -1
+    cdef int add_dict(self, dict headers) except -1
+    cdef int extend(self, HeaderPairs other) except -1
+    cdef bint can_extend(self, HeaderPairs other)
+    cdef str _text(self, array.array data, array.array ends, Py_ssize_t pair)
+
+
+cdef class MapColumn(Column):
+    cdef HeaderPairs pairs
+
+
+cpdef Column column_for(object type_)

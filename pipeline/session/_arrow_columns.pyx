@@ -1,0 +1,398 @@
+# cython: language_level=3, boundscheck=True, wraparound=False
+"""Table columns built in Arrow's layout as their values come, a value at a time.
+
+`pyarrow.array` over a list of Python objects checks every value's type through Python's
+protocols before it copies it; here a text or integer value is copied straight into the
+column's buffers, and Arrow takes the buffers whole. A value of another type (or one the
+buffers cannot hold: text past int32 offsets, an integer past int64) turns the column into a
+list from then on, converted by `pyarrow.array` as before, so that the result and its errors
+are Arrow's own. Columns of other types are lists throughout.
+
+`tests/pipeline/session/test_arrow_columns.py` holds them to `pyarrow.array` of the same values.
+"""
+
+from cpython cimport array
+from cpython.dict cimport PyDict_Next
+from cpython.ref cimport PyObject
+from libc.string cimport memcpy
+
+import array as _array
+
+import numpy as np
+import pyarrow as pa
+
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
+    object PyBytes_FromStringAndSize(const char* data, Py_ssize_t size)
+    char* PyBytes_AS_STRING(object data)
+    Py_ssize_t PyBytes_GET_SIZE(object data)
+
+
+cdef array.array _INT64 = _array.array("q")
+cdef array.array _INT32 = _array.array("i")
+cdef array.array _BYTES = _array.array("B")
+# Arrow's string and list offsets are int32: values that would pass this many bytes or pairs are
+# held as Python objects instead, and converted by Arrow.
+OFFSET_LIMIT = 2**31 - 1
+
+
+cdef class Column:
+    """A column of values given one by one (`add`), as an Arrow array of its type (`arrow`)."""
+
+    def __cinit__(self, type_):
+        self.type_ = type_
+        self.valid = array.clone(_BYTES, 0, False)
+
+    cdef int add(self, object value) except -1:
+        if self.fallback is not None:
+            self.fallback.append(value)
+            return 0
+        if self._take(value) == 0:
+            self.fallback = self._values()
+            self.fallback.append(value)
+            return 0
+        cdef Py_ssize_t size = len(self.valid)
+        array.resize_smart(self.valid, size + 1)
+        self.valid.data.as_uchars[size] = value is not None
+        self.nulls += value is None
+        self.length += 1
+        return 0
+
+    cdef int _take(self, object value) except -1:
+        """1 when the value was added to the buffers, 0 when it does not fit them."""
+        return 0
+
+    cdef list _values(self):
+        return []
+
+    def append(self, value):
+        self.add(value)
+
+    def arrow(self):
+        if self.fallback is not None:
+            return pa.array(self.fallback, self.type_)
+        return self._arrow()
+
+    def _arrow(self):
+        raise NotImplementedError
+
+    cdef object _validity(self):
+        if not self.nulls:
+            return None
+        bits = np.packbits(np.frombuffer(self.valid, np.uint8), bitorder="little")
+        return pa.py_buffer(bits)
+
+
+cdef class TextColumn(Column):
+    """Text (str, as UTF-8) or binary (bytes) values, or None."""
+
+    def __cinit__(self, type_):
+        self.ends = array.clone(_INT32, 1, True)
+        self.data = array.clone(_BYTES, 0, False)
+        self.binary = pa.types.is_binary(type_)
+        self.limit = OFFSET_LIMIT
+
+    cdef int _take(self, object value) except -1:
+        cdef Py_ssize_t length = 0
+        cdef const char* text = NULL
+        if value is None:
+            pass
+        elif self.binary and type(value) is bytes:
+            text, length = PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)
+        elif not self.binary and type(value) is str:
+            text = PyUnicode_AsUTF8AndSize(value, &length)
+        else:
+            return 0
+        cdef Py_ssize_t size = len(self.data)
+        if size + length > self.limit:
+            return 0
+        if length:
+            array.resize_smart(self.data, size + length)
+            memcpy(self.data.data.as_uchars + size, text, length)
+        cdef Py_ssize_t ends = len(self.ends)
+        array.resize_smart(self.ends, ends + 1)
+        self.ends.data.as_ints[ends] = <int>(size + length)
+        return 1
+
+    cdef list _values(self):
+        cdef list values = []
+        cdef Py_ssize_t i
+        cdef int start, end
+        for i in range(self.length):
+            if not self.valid.data.as_uchars[i]:
+                values.append(None)
+                continue
+            start, end = self.ends.data.as_ints[i], self.ends.data.as_ints[i + 1]
+            if self.binary:
+                values.append(PyBytes_FromStringAndSize(self.data.data.as_chars + start, end - start))
+            else:
+                values.append(PyUnicode_DecodeUTF8(self.data.data.as_chars + start, end - start, NULL))
+        return values
+
+    def _arrow(self):
+        return pa.Array.from_buffers(
+            self.type_,
+            self.length,
+            [self._validity(), _buffer(self.ends), _buffer(self.data)],
+            null_count=self.nulls,
+        )
+
+
+cdef class Int64Column(Column):
+    """Integers that int64 holds, or None."""
+
+    def __cinit__(self, type_):
+        self.values = array.clone(_INT64, 0, False)
+
+    cdef int _take(self, object value) except -1:
+        cdef long long number = 0
+        if value is not None:
+            if type(value) is not int:
+                return 0
+            try:
+                number = value
+            except OverflowError:
+                return 0
+        cdef Py_ssize_t size = len(self.values)
+        array.resize_smart(self.values, size + 1)
+        self.values.data.as_longlongs[size] = number
+        return 1
+
+    cdef list _values(self):
+        cdef list values = []
+        cdef Py_ssize_t i
+        for i in range(self.length):
+            values.append(self.values.data.as_longlongs[i] if self.valid.data.as_uchars[i] else None)
+        return values
+
+    def _arrow(self):
+        return pa.Array.from_buffers(
+            self.type_,
+            self.length,
+            [self._validity(), _buffer(self.values)],
+            null_count=self.nulls,
+        )
+
+
+cdef inline int _push32(array.array column, Py_ssize_t value) except -1:
+    cdef Py_ssize_t size = len(column)
+    array.resize_smart(column, size + 1)
+    column.data.as_ints[size] = <int>value
+    return 0
+
+
+cdef inline int _push_text(array.array data, array.array ends, str text) except -1:
+    cdef Py_ssize_t length
+    cdef const char* utf8 = PyUnicode_AsUTF8AndSize(text, &length)
+    cdef Py_ssize_t size = len(data)
+    array.resize_smart(data, size + length)
+    memcpy(data.data.as_uchars + size, utf8, length)
+    return _push32(ends, size + length)
+
+
+cdef class HeaderPairs:
+    """The header list or the headers map of frames, held as Arrow holds it: each frame's pairs
+    a range of two string columns, their text as UTF-8 (`frame_batch` takes the buffers whole).
+
+    Copied while the frame's strings are fresh, the pairs cost no Python objects held for a row
+    group: converted from lists, a frame's tuples and strings were read again, cold, and
+    converting them was a twentieth of the flow pass. Read as a sequence (the rows, pickling),
+    a frame's pairs are a list of tuples, or a dict when ``as_dicts``."""
+
+    def __cinit__(self, bint as_dicts=False):
+        self.frame_ends = array.clone(_INT32, 1, True)
+        self.name_ends = array.clone(_INT32, 1, True)
+        self.value_ends = array.clone(_INT32, 1, True)
+        self.names = array.clone(_BYTES, 0, False)
+        self.values = array.clone(_BYTES, 0, False)
+        self.as_dicts = as_dicts
+        self.limit = OFFSET_LIMIT
+
+    cdef HeaderPairs view(self, bint as_dicts):
+        """The same pairs, sharing their buffers, read as lists or dicts."""
+        cdef HeaderPairs other = HeaderPairs(as_dicts)
+        other.frame_ends, other.name_ends, other.value_ends = (
+            self.frame_ends, self.name_ends, self.value_ends
+        )
+        other.names, other.values = self.names, self.values
+        return other
+
+    cdef HeaderPairs copy(self, bint as_dicts):
+        cdef HeaderPairs other = HeaderPairs(as_dicts)
+        other.extend(self)
+        return other
+
+    cdef bint fits(self, Py_ssize_t pairs, Py_ssize_t name_bytes, Py_ssize_t value_bytes):
+        return (
+            len(self.name_ends) - 1 + pairs <= self.limit
+            and len(self.names) + name_bytes <= self.limit
+            and len(self.values) + value_bytes <= self.limit
+        )
+
+    cdef bint takes_list(self, object pairs) except -1:
+        """Whether ``pairs`` is a list of (str, str) tuples that fits: checked, and each text
+        encoded, before anything is added, so that a text that cannot be raises with the
+        columns unchanged."""
+        if type(pairs) is not list:
+            return False
+        cdef Py_ssize_t name_bytes = 0, value_bytes = 0, length
+        for pair in <list>pairs:
+            if type(pair) is not tuple or len(<tuple>pair) != 2:
+                return False
+            name, value = <tuple>pair
+            if type(name) is not str or type(value) is not str:
+                return False
+            PyUnicode_AsUTF8AndSize(name, &length)
+            name_bytes += length
+            PyUnicode_AsUTF8AndSize(value, &length)
+            value_bytes += length
+        return self.fits(len(<list>pairs), name_bytes, value_bytes)
+
+    cdef bint takes_dict(self, object headers) except -1:
+        if type(headers) is not dict:
+            return False
+        cdef Py_ssize_t name_bytes = 0, value_bytes = 0, length, position = 0
+        cdef PyObject* key
+        cdef PyObject* value
+        while PyDict_Next(<dict>headers, &position, &key, &value):
+            if type(<object>key) is not str or type(<object>value) is not str:
+                return False
+            PyUnicode_AsUTF8AndSize(<object>key, &length)
+            name_bytes += length
+            PyUnicode_AsUTF8AndSize(<object>value, &length)
+            value_bytes += length
+        return self.fits(len(<dict>headers), name_bytes, value_bytes)
+
+    cdef int add_list(self, list pairs) except -1:
+        """A frame's pairs, that `takes_list` took."""
+        cdef tuple pair
+        for item in pairs:
+            pair = <tuple>item
+            _push_text(self.names, self.name_ends, <str>pair[0])
+            _push_text(self.values, self.value_ends, <str>pair[1])
+        return _push32(self.frame_ends, len(self.name_ends) - 1)
+
+    cdef int add_dict(self, dict headers) except -1:
+        """A frame's pairs, that `takes_dict` took."""
+        cdef Py_ssize_t position = 0
+        cdef PyObject* key
+        cdef PyObject* value
+        while PyDict_Next(headers, &position, &key, &value):
+            _push_text(self.names, self.name_ends, <str>key)
+            _push_text(self.values, self.value_ends, <str>value)
+        return _push32(self.frame_ends, len(self.name_ends) - 1)
+
+    cdef int extend(self, HeaderPairs other) except -1:
+        _extend_ends(self.frame_ends, other.frame_ends, len(self.name_ends) - 1)
+        _extend_ends(self.name_ends, other.name_ends, len(self.names))
+        _extend_ends(self.value_ends, other.value_ends, len(self.values))
+        self.names.extend(other.names)
+        self.values.extend(other.values)
+        return 0
+
+    cdef bint can_extend(self, HeaderPairs other):
+        return self.fits(len(other.name_ends) - 1, len(other.names), len(other.values))
+
+    def arrow(self, type_):
+        """As an Arrow array of ``type_``: a list of (name, value) structs, or a map."""
+        cdef Py_ssize_t pairs = len(self.name_ends) - 1
+        names = pa.Array.from_buffers(
+            pa.string(), pairs, [None, _buffer(self.name_ends), _buffer(self.names)]
+        )
+        values = pa.Array.from_buffers(
+            pa.string(), pairs, [None, _buffer(self.value_ends), _buffer(self.values)]
+        )
+        offsets = pa.Array.from_buffers(
+            pa.int32(), len(self.frame_ends), [None, _buffer(self.frame_ends)]
+        )
+        if pa.types.is_map(type_):
+            return pa.MapArray.from_arrays(offsets, names, values, type=type_)
+        struct = type_.value_type
+        entries = pa.StructArray.from_arrays([names, values], fields=list(struct))
+        return pa.ListArray.from_arrays(offsets, entries, type=type_)
+
+    cdef str _text(self, array.array data, array.array ends, Py_ssize_t pair):
+        cdef int start = ends.data.as_ints[pair]
+        cdef int end = ends.data.as_ints[pair + 1]
+        return PyUnicode_DecodeUTF8(data.data.as_chars + start, end - start, NULL)
+
+    def __len__(self):
+        return len(self.frame_ends) - 1
+
+    def __getitem__(self, Py_ssize_t index):
+        cdef Py_ssize_t frames = len(self.frame_ends) - 1
+        if index < 0:
+            index += frames
+        if not 0 <= index < frames:
+            raise IndexError("frame index out of range")
+        cdef Py_ssize_t pair
+        cdef list pairs = [
+            (
+                self._text(self.names, self.name_ends, pair),
+                self._text(self.values, self.value_ends, pair),
+            )
+            for pair in range(self.frame_ends[index], self.frame_ends[index + 1])
+        ]
+        return dict(pairs) if self.as_dicts else pairs
+
+    def __iter__(self):
+        for index in range(len(self)):
+            yield self[index]
+
+    def __reduce__(self):
+        raise TypeError("HeaderPairs are pickled with their FrameColumns, as lists")
+
+
+cdef int _extend_ends(array.array mine, array.array theirs, Py_ssize_t base) except -1:
+    """Their offsets (after their leading 0) after mine, moved by ``base``."""
+    cdef Py_ssize_t size = len(mine), count = len(theirs) - 1, i
+    array.resize_smart(mine, size + count)
+    for i in range(count):
+        mine.data.as_ints[size + i] = <int>(base + theirs.data.as_ints[i + 1])
+    return 0
+
+
+cdef class MapColumn(Column):
+    """Maps of text to text, given as dicts."""
+
+    def __cinit__(self, type_):
+        self.pairs = HeaderPairs(True)
+
+    cdef int _take(self, object value) except -1:
+        if not self.pairs.takes_dict(value):
+            return 0  # None among them (rare): Arrow converts the list
+        return self.pairs.add_dict(<dict>value) + 1
+
+    cdef list _values(self):
+        return list(self.pairs)
+
+    def _arrow(self):
+        return self.pairs.arrow(self.type_)
+
+
+cdef object _buffer(array.array column):
+    return pa.py_buffer(column.tobytes())  # a copy: the held column may grow after
+
+
+cpdef Column column_for(object type_):
+    """The column for values of the Arrow type ``type_``: text, binary and int64 in buffers,
+    any other type in a list."""
+    if pa.types.is_string(type_) or pa.types.is_binary(type_):
+        return TextColumn(type_)
+    if type_ == pa.int64():
+        return Int64Column(type_)
+    if _text_map(type_):
+        return MapColumn(type_)
+    cdef Column column = Column(type_)
+    column.fallback = []
+    return column
+
+
+cdef bint _text_map(object type_):
+    return (
+        pa.types.is_map(type_)
+        and pa.types.is_string(type_.key_type)
+        and pa.types.is_string(type_.item_type)
+    )

@@ -1,0 +1,68 @@
+"""`pipeline.session._arrow_columns`: columns built in Arrow's buffers equal `pyarrow.array` of
+the same values, its errors included."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+columns = pytest.importorskip("pipeline.session._arrow_columns")
+
+TEXT_MAP = pa.map_(pa.string(), pa.string())
+CASES: list[tuple[pa.DataType, list[Any]]] = [
+    (pa.string(), ["a", None, "", "ü日本", None, "z" * 300]),
+    (pa.string(), []),
+    (pa.string(), [None, None]),
+    (pa.binary(), [b"a\x00b", None, b""]),
+    (pa.int64(), [0, None, -(2**63), 2**63 - 1, 7]),
+    (TEXT_MAP, [{"a": "1", "ü": "日本"}, {}, {"b": "2"}]),
+    (pa.float64(), [2.5, None]),  # held as a list throughout
+    # values the buffers do not take: a list from then on, converted by Arrow
+    (pa.string(), ["a", b"bytes"]),
+    (pa.binary(), [b"a", "text"]),
+    (pa.int64(), [1, 2.0]),
+    (TEXT_MAP, [{"a": "1"}, None, {"b": "2"}]),
+    (TEXT_MAP, [{"a": "1"}, [("b", "2")]]),
+]
+
+
+def _built(type_: pa.DataType, values: list[Any]) -> pa.Array:
+    column = columns.column_for(type_)
+    for value in values:
+        column.append(value)
+    return column.arrow()
+
+
+@pytest.mark.parametrize(("type_", "values"), CASES)
+def test_a_column_equals_arrows_conversion(type_: pa.DataType, values: list[Any]) -> None:
+    built = _built(type_, values)
+    built.validate(full=True)
+    assert built.equals(pa.array(values, type_)) and built.type == type_
+
+
+@pytest.mark.parametrize(
+    ("type_", "values"),
+    [
+        (pa.int64(), [1, 2**63]),
+        (pa.int64(), [1, None, True]),
+        (pa.string(), ["a", 3]),
+        (pa.string(), ["a", "\udc80"]),
+    ],
+)
+def test_a_value_arrow_refuses_raises_as_arrow_raises(
+    type_: pa.DataType, values: list[Any]
+) -> None:
+    with pytest.raises(Exception) as expected:
+        pa.array(values, type_)
+    with pytest.raises(expected.type):
+        _built(type_, values)
+
+
+def test_text_past_arrows_offsets_is_converted_by_arrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(columns, "OFFSET_LIMIT", 5)
+    values = ["abc", None, "def", "g"]
+    for type_ in (pa.string(), TEXT_MAP):
+        given = values if type_ == pa.string() else [{"k": v or ""} for v in values]
+        assert _built(type_, given).equals(pa.array(given, type_))
