@@ -9,6 +9,9 @@ cdef class Column:
     cdef int add(self, object value) except -1
     cdef int _take(self, object value) except -1
     cdef list _values(self)
+    cdef object _value(self, Py_ssize_t index)
+    cdef bint _joins(self, Column other)
+    cdef int _join(self, Column other) except -1
     cdef object _validity(self)
 
 

@@ -67,8 +67,47 @@ cdef class Column:
     cdef list _values(self):
         return []
 
+    cdef object _value(self, Py_ssize_t index):
+        return None
+
+    cdef bint _joins(self, Column other):
+        """Whether ``other``'s buffers can be added to these as they are."""
+        return False
+
+    cdef int _join(self, Column other) except -1:
+        return 0
+
     def append(self, value):
         self.add(value)
+
+    def extend(self, values):
+        cdef Column other
+        if isinstance(values, Column):
+            other = <Column>values
+            if self.fallback is None and other.fallback is None and self._joins(other):
+                self._join(other)
+                _extend_bytes(self.valid, other.valid)
+                self.length += other.length
+                self.nulls += other.nulls
+                return
+        for value in values:
+            self.add(value)
+
+    def __len__(self):
+        return self.length if self.fallback is None else len(self.fallback)
+
+    def __getitem__(self, Py_ssize_t index):
+        cdef Py_ssize_t length = len(self)
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError("column index out of range")
+        if self.fallback is not None:
+            return self.fallback[index]
+        return self._value(index) if self.valid.data.as_uchars[index] else None
+
+    def __iter__(self):
+        return iter(self.fallback if self.fallback is not None else self._values())
 
     def arrow(self):
         if self.fallback is not None:
@@ -102,6 +141,8 @@ cdef class TextColumn(Column):
         elif self.binary and type(value) is bytes:
             text, length = PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)
         elif not self.binary and type(value) is str:
+            if not _utf8_length(value, &length):
+                return 0
             text = PyUnicode_AsUTF8AndSize(value, &length)
         else:
             return 0
@@ -119,17 +160,28 @@ cdef class TextColumn(Column):
     cdef list _values(self):
         cdef list values = []
         cdef Py_ssize_t i
-        cdef int start, end
         for i in range(self.length):
-            if not self.valid.data.as_uchars[i]:
-                values.append(None)
-                continue
-            start, end = self.ends.data.as_ints[i], self.ends.data.as_ints[i + 1]
-            if self.binary:
-                values.append(PyBytes_FromStringAndSize(self.data.data.as_chars + start, end - start))
-            else:
-                values.append(PyUnicode_DecodeUTF8(self.data.data.as_chars + start, end - start, NULL))
+            values.append(self._value(i) if self.valid.data.as_uchars[i] else None)
         return values
+
+    cdef object _value(self, Py_ssize_t index):
+        cdef int start = self.ends.data.as_ints[index], end = self.ends.data.as_ints[index + 1]
+        if self.binary:
+            return PyBytes_FromStringAndSize(self.data.data.as_chars + start, end - start)
+        return PyUnicode_DecodeUTF8(self.data.data.as_chars + start, end - start, NULL)
+
+    cdef bint _joins(self, Column other):
+        return (
+            type(other) is TextColumn
+            and (<TextColumn>other).binary == self.binary
+            and len(self.data) + len((<TextColumn>other).data) <= self.limit
+        )
+
+    cdef int _join(self, Column other) except -1:
+        cdef TextColumn text = <TextColumn>other
+        _extend_ends(self.ends, text.ends, len(self.data))
+        _extend_bytes(self.data, text.data)
+        return 0
 
     def _arrow(self):
         return pa.Array.from_buffers(
@@ -166,6 +218,16 @@ cdef class Int64Column(Column):
         for i in range(self.length):
             values.append(self.values.data.as_longlongs[i] if self.valid.data.as_uchars[i] else None)
         return values
+
+    cdef object _value(self, Py_ssize_t index):
+        return self.values.data.as_longlongs[index]
+
+    cdef bint _joins(self, Column other):
+        return type(other) is Int64Column
+
+    cdef int _join(self, Column other) except -1:
+        self.values.extend((<Int64Column>other).values)
+        return 0
 
     def _arrow(self):
         return pa.Array.from_buffers(
@@ -232,9 +294,8 @@ cdef class HeaderPairs:
         )
 
     cdef bint takes_list(self, object pairs) except -1:
-        """Whether ``pairs`` is a list of (str, str) tuples that fits: checked, and each text
-        encoded, before anything is added, so that a text that cannot be raises with the
-        columns unchanged."""
+        """Whether ``pairs`` is a list of (str, str) tuples that fits, each text encoded (checked
+        before anything is added)."""
         if type(pairs) is not list:
             return False
         cdef Py_ssize_t name_bytes = 0, value_bytes = 0, length
@@ -244,9 +305,11 @@ cdef class HeaderPairs:
             name, value = <tuple>pair
             if type(name) is not str or type(value) is not str:
                 return False
-            PyUnicode_AsUTF8AndSize(name, &length)
+            if not _utf8_length(name, &length):
+                return False
             name_bytes += length
-            PyUnicode_AsUTF8AndSize(value, &length)
+            if not _utf8_length(value, &length):
+                return False
             value_bytes += length
         return self.fits(len(<list>pairs), name_bytes, value_bytes)
 
@@ -259,9 +322,11 @@ cdef class HeaderPairs:
         while PyDict_Next(<dict>headers, &position, &key, &value):
             if type(<object>key) is not str or type(<object>value) is not str:
                 return False
-            PyUnicode_AsUTF8AndSize(<object>key, &length)
+            if not _utf8_length(<object>key, &length):
+                return False
             name_bytes += length
-            PyUnicode_AsUTF8AndSize(<object>value, &length)
+            if not _utf8_length(<object>value, &length):
+                return False
             value_bytes += length
         return self.fits(len(<dict>headers), name_bytes, value_bytes)
 
@@ -368,8 +433,29 @@ cdef class MapColumn(Column):
     cdef list _values(self):
         return list(self.pairs)
 
+    cdef object _value(self, Py_ssize_t index):
+        return self.pairs[index]
+
     def _arrow(self):
         return self.pairs.arrow(self.type_)
+
+
+cdef bint _utf8_length(str text, Py_ssize_t* length) except -1:
+    """Whether ``text`` has a UTF-8 form (lone surrogates have none: the values are then held
+    as objects, and Arrow's conversion raises as it did), and its length in bytes."""
+    try:
+        PyUnicode_AsUTF8AndSize(text, length)
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+cdef int _extend_bytes(array.array mine, array.array theirs) except -1:
+    cdef Py_ssize_t size = len(mine), count = len(theirs)
+    if count:
+        array.resize_smart(mine, size + count)
+        memcpy(mine.data.as_uchars + size, theirs.data.as_uchars, count)
+    return 0
 
 
 cdef object _buffer(array.array column):

@@ -1,14 +1,14 @@
 from array import array
 from typing import Any
 
-from pipeline.session._arrow_columns import HeaderPairs
+from pipeline.session._arrow_columns import Column, HeaderPairs
 from pipeline.session.rows import Body
 
 INT64_COLUMNS: tuple[str, ...]
 
 class FrameColumns:
     @property
-    def columns(self) -> tuple[list[Any] | array[int] | HeaderPairs, ...]: ...
+    def columns(self) -> tuple[list[Any] | array[int] | Column | HeaderPairs, ...]: ...
     regular: bool
     def add(
         self,

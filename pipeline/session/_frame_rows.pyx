@@ -8,12 +8,15 @@ from cpython cimport array
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject
 
-from pipeline.session._arrow_columns cimport HeaderPairs
+from pipeline.session._arrow_columns cimport Column, HeaderPairs, Int64Column, TextColumn
 
 import array as _array
 
+import pyarrow as pa
+
 # The integer columns: int64 values in C arrays, taken by Arrow without a Python object per value
-# (`pipeline.spark.table_files.frame_batch`); the other columns are lists, as in the reference.
+# (`pipeline.spark.table_files.frame_batch`); the others are built in Arrow's buffers as well
+# (`_arrow_columns`), the two header columns as `HeaderPairs`.
 INT64_COLUMNS = (
     "frame_index", "ts_ns", "ts_end_ns", "body_length", "stream_offset", "frame_length",
     "tcp_offset",
@@ -61,17 +64,23 @@ cdef class FrameColumns:
     whose pairs are not all text (rows given as dicts may hold anything) or would not fit."""
 
     cdef public bint regular
-    cdef list session_id, direction, command, headers, header_list, content_length
-    cdef list body_sha256, body_preview, body, violation
+    cdef Column session_id, direction, command, content_length
+    cdef Column body_sha256, body_preview, body, violation
+    cdef list headers, header_list  # the header pairs held as objects, else None
     cdef array.array frame_index, ts_ns, ts_end_ns, body_length, stream_offset, frame_length
     cdef array.array tcp_offset
     cdef HeaderPairs pair_list  # None once the pairs are held as objects
     cdef HeaderPairs pair_map  # None while the map follows the list, or as objects
 
     def __cinit__(self):
-        self.session_id, self.direction, self.command = [], [], []
-        self.content_length, self.violation = [], []
-        self.body_sha256, self.body_preview, self.body = [], [], []
+        self.session_id = TextColumn(pa.string())
+        self.direction = TextColumn(pa.string())
+        self.command = TextColumn(pa.string())
+        self.content_length = Int64Column(pa.int64())
+        self.body_sha256 = TextColumn(pa.string())
+        self.body_preview = TextColumn(pa.string())
+        self.body = TextColumn(pa.binary())
+        self.violation = TextColumn(pa.string())
         self.frame_index = array.clone(_INT64, 0, False)
         self.ts_ns = array.clone(_INT64, 0, False)
         self.ts_end_ns = array.clone(_INT64, 0, False)
@@ -138,26 +147,26 @@ cdef class FrameColumns:
         cdef bint follows = headers_follow_list(headers, header_list)
         if self.pair_list is not None and not self._takes(headers, header_list, follows):
             self._hold_as_objects()
-        self.session_id.append(session_id)
-        self.direction.append(direction)
+        self.session_id.add(session_id)
+        self.direction.add(direction)
         _push(self.frame_index, c_frame_index)
         _push(self.ts_ns, c_ts_ns)
         _push(self.ts_end_ns, c_ts_end_ns)
-        self.command.append(command)
+        self.command.add(command)
         if self.pair_list is None:
             self.headers.append(headers)
             self.header_list.append(header_list)
         else:
             self._add_pairs(<dict>headers, <list>header_list, follows)
-        self.content_length.append(content_length)
+        self.content_length.add(content_length)
         _push(self.body_length, c_body_length)
-        self.body_sha256.append(body[1])
-        self.body_preview.append(body[2])
-        self.body.append(body[3])
+        self.body_sha256.add(body[1])
+        self.body_preview.add(body[2])
+        self.body.add(body[3])
         _push(self.stream_offset, c_stream_offset)
         _push(self.frame_length, c_frame_length)
         _push(self.tcp_offset, c_tcp_offset)
-        self.violation.append(violation)
+        self.violation.add(violation)
         if self.regular and not follows:
             self.regular = False
 
@@ -227,7 +236,7 @@ cdef class FrameColumns:
         return self.pair_list.can_extend(theirs.pair_list) and map_pairs.can_extend(their_map)
 
     def __len__(self):
-        return len(self.session_id)
+        return len(self.frame_index)
 
     def __reduce__(self):
         held = tuple(

@@ -113,11 +113,16 @@ def _pairs_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
 
 
 def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A held column as Arrow: a list converted value by value, or an int64 C array (the
-    compiled twin's integer columns, `_frame_rows.INT64_COLUMNS`) taken whole."""
+    """A held column as Arrow: a list converted value by value, or, from the compiled twin, an
+    int64 C array (`_frame_rows.INT64_COLUMNS`) or a column in Arrow's buffers
+    (`_arrow_columns.Column`) taken whole."""
     if isinstance(values, array.array) and values.typecode == "q" and type_ == pa.int64():
         data = pa.py_buffer(values.tobytes())  # a copy: the held column may grow after
         return pa.Array.from_buffers(type_, len(values), [None, data])
+    arrow = getattr(values, "arrow", None)
+    if arrow is not None:
+        built: pa.Array = arrow()
+        return built if built.type == type_ else built.cast(type_)
     return pa.array(values, type_)
 
 

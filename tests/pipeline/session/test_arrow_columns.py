@@ -66,3 +66,40 @@ def test_text_past_arrows_offsets_is_converted_by_arrow(monkeypatch: pytest.Monk
     for type_ in (pa.string(), TEXT_MAP):
         given = values if type_ == pa.string() else [{"k": v or ""} for v in values]
         assert _built(type_, given).equals(pa.array(given, type_))
+
+
+@pytest.mark.parametrize(("type_", "values"), CASES)
+def test_a_column_reads_as_its_values(type_: pa.DataType, values: list[Any]) -> None:
+    column = columns.column_for(type_)
+    for value in values:
+        column.append(value)
+    assert len(column) == len(values) and list(column) == values
+    assert [column[i] for i in range(-len(values), len(values))] == values + values
+    with pytest.raises(IndexError):
+        column[len(values)]
+
+
+@pytest.mark.parametrize(("type_", "values"), CASES)
+def test_columns_extended_by_columns_or_values(type_: pa.DataType, values: list[Any]) -> None:
+    """A column of the same kind adds its buffers; any other, its values."""
+    for given in (_filled(type_, values), values, _filled(type_, [*values, *values])):
+        column = _filled(type_, values)
+        column.extend(given)
+        expected = [*values, *given]
+        assert list(column) == expected
+        assert column.arrow().equals(pa.array(expected, type_))
+
+
+def test_text_joined_past_arrows_offsets_is_converted_by_arrow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(columns, "OFFSET_LIMIT", 5)
+    column, other = _filled(pa.string(), ["abc"]), _filled(pa.string(), ["def"])
+    column.extend(other)
+    assert column.arrow().equals(pa.array(["abc", "def"]))
+
+
+def _filled(type_: pa.DataType, values: list[Any]) -> Any:
+    column = columns.column_for(type_)
+    column.extend(values)
+    return column

@@ -205,12 +205,16 @@ def test_pairs_not_all_text_are_held_as_objects(
     assert list(python) == list(built)
 
 
-def test_text_that_cannot_be_encoded_raises_before_any_column_grows() -> None:
-    _, built = _both()
-    _add(built, 0, {"a": "1"}, [("a", "1")])
-    with pytest.raises(UnicodeEncodeError):
-        _add(built, 1, {"a": "\udc80"}, [("a", "\udc80")])
-    assert {len(column) for column in built.columns} == {1}
+def test_text_without_utf8_is_held_as_objects_and_raises_as_arrow_raises() -> None:
+    python, built = _both()
+    for rows in (python, built):
+        _add(rows, 0, {"a": "1"}, [("a", "1")])
+        _add(rows, 1, {"a": "\udc80"}, [("a", "\udc80")])
+    assert not isinstance(built.column("header_list"), columns.HeaderPairs)
+    assert python == built
+    for rows in (python, built):
+        with pytest.raises(UnicodeEncodeError):
+            frame_batch(rows)
 
 
 def test_pairs_past_arrows_offsets_are_held_as_objects(monkeypatch: pytest.MonkeyPatch) -> None:
