@@ -33,6 +33,7 @@ from pipeline.lake.staged_tables import (
     staging_folders,
 )
 from pipeline.net import DEFAULT_BROKER_PORTS
+from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, IMPORTED_BY_START, SparkSettings
 from pipeline.validation import VALIDATION_ENGINES
@@ -172,7 +173,10 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
     captures, not_captures = check_inputs(config)
     lake = Lake(config.lake).ensure()
     starting = SparkStart(config)
-    with lake_lock(lake, wait=config.wait_lock), starting:
+    # The driver's Python makes GX's and the gate's many containers and almost no cycles: with
+    # Python's thresholds, collections walked them again and again (0.58 GB: validation 1.20-1.23
+    # against 1.35-1.50 s, the driver's CPU 0.3 s less; runs alternated).
+    with fewer_collections(), lake_lock(lake, wait=config.wait_lock), starting:
         ledger = Ledger(lake)
         pending = pending_batch(lake)
         if pending is not None:
