@@ -16,7 +16,8 @@ import pyarrow as pa
 
 # The integer columns: int64 values in C arrays, taken by Arrow without a Python object per value
 # (`pipeline.spark.table_files.frame_batch`); the others are built in Arrow's buffers as well
-# (`_arrow_columns`), the two header columns as `HeaderPairs`.
+# (`_arrow_columns`), the two header columns as `HeaderPairs`, but for the direction and the
+# command: lists of a few shared strings, which the pass counts by (`flows.RunCounters`).
 INT64_COLUMNS = (
     "frame_index", "ts_ns", "ts_end_ns", "body_length", "stream_offset", "frame_length",
     "tcp_offset",
@@ -64,8 +65,9 @@ cdef class FrameColumns:
     whose pairs are not all text (rows given as dicts may hold anything) or would not fit."""
 
     cdef public bint regular
-    cdef Column session_id, direction, command, content_length
-    cdef Column body_sha256, body_preview, body, violation
+    cdef Column session_id, content_length, body_sha256, body_preview, body, violation
+    # A few values shared by every frame, counted by the pass as rows go out (`RunCounters`)
+    cdef list direction, command
     cdef list headers, header_list  # the header pairs held as objects, else None
     cdef array.array frame_index, ts_ns, ts_end_ns, body_length, stream_offset, frame_length
     cdef array.array tcp_offset
@@ -74,8 +76,7 @@ cdef class FrameColumns:
 
     def __cinit__(self):
         self.session_id = TextColumn(pa.string())
-        self.direction = TextColumn(pa.string())
-        self.command = TextColumn(pa.string())
+        self.direction, self.command = [], []
         self.content_length = Int64Column(pa.int64())
         self.body_sha256 = TextColumn(pa.string())
         self.body_preview = TextColumn(pa.string())
@@ -148,11 +149,11 @@ cdef class FrameColumns:
         if self.pair_list is not None and not self._takes(headers, header_list, follows):
             self._hold_as_objects()
         self.session_id.add(session_id)
-        self.direction.add(direction)
+        self.direction.append(direction)
         _push(self.frame_index, c_frame_index)
         _push(self.ts_ns, c_ts_ns)
         _push(self.ts_end_ns, c_ts_end_ns)
-        self.command.add(command)
+        self.command.append(command)
         if self.pair_list is None:
             self.headers.append(headers)
             self.header_list.append(header_list)
