@@ -24,6 +24,9 @@ import pyarrow as pa
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
+    # the same, its error left to the caller
+    const char* _utf8 "PyUnicode_AsUTF8AndSize"(object text, Py_ssize_t* size)
+    void PyErr_Clear()
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
     object PyBytes_FromStringAndSize(const char* data, Py_ssize_t size)
     char* PyBytes_AS_STRING(object data)
@@ -53,9 +56,8 @@ cdef class Column:
             self.fallback = self._values()
             self.fallback.append(value)
             return 0
-        cdef Py_ssize_t size = len(self.valid)
-        array.resize_smart(self.valid, size + 1)
-        self.valid.data.as_uchars[size] = value is not None
+        array.resize_smart(self.valid, self.length + 1)
+        self.valid.data.as_uchars[self.length] = value is not None
         self.nulls += value is None
         self.length += 1
         return 0
@@ -141,9 +143,9 @@ cdef class TextColumn(Column):
         elif self.binary and type(value) is bytes:
             text, length = PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)
         elif not self.binary and type(value) is str:
-            if not _utf8_length(value, &length):
+            text = _utf8_or_null(value, &length)
+            if text == NULL:
                 return 0
-            text = PyUnicode_AsUTF8AndSize(value, &length)
         else:
             return 0
         cdef Py_ssize_t size = len(self.data)
@@ -440,14 +442,17 @@ cdef class MapColumn(Column):
         return self.pairs.arrow(self.type_)
 
 
-cdef bint _utf8_length(str text, Py_ssize_t* length) except -1:
-    """Whether ``text`` has a UTF-8 form (lone surrogates have none: the values are then held
-    as objects, and Arrow's conversion raises as it did), and its length in bytes."""
-    try:
-        PyUnicode_AsUTF8AndSize(text, length)
-    except UnicodeEncodeError:
-        return False
-    return True
+cdef inline const char* _utf8_or_null(str text, Py_ssize_t* length):
+    """``text`` as UTF-8, or NULL when it has none (lone surrogates: the values are then held
+    as objects, and Arrow's conversion raises as it did)."""
+    cdef const char* utf8 = _utf8(text, length)
+    if utf8 == NULL:
+        PyErr_Clear()
+    return utf8
+
+
+cdef inline bint _utf8_length(str text, Py_ssize_t* length):
+    return _utf8_or_null(text, length) != NULL
 
 
 cdef int _extend_bytes(array.array mine, array.array theirs) except -1:
