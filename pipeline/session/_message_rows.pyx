@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """`message_rows.MessageRow` and `AckRow` compiled: their slots as C fields, made and read out
-as columns without Python's attribute calls. The mapping by column name is `SlotRow`'s, which
+as columns without Python's attribute calls, as lists (`columns`) or straight into Arrow's
+layout (`arrays`, through `_arrow_columns`). The mapping by column name is `SlotRow`'s, which
 the Python classes made from these add (`message_rows.CompiledMessageRow`).
 
 `tests/pipeline/session/test_message_rows.py` holds the two twins to the same rows and columns.
@@ -60,108 +61,41 @@ cdef class MessageSlots:
 
     @staticmethod
     def columns(list rows not None):
-        cdef list session_id = [], direction = [], frame_index = [], ts_ns = [], command = []
-        cdef list destination = [], message_id = [], subscription = [], ack_id = []
-        cdef list transaction = [], transaction_outcome = [], content_type = []
-        cdef list content_length = [], body_length = [], body_sha256 = [], body_preview = []
-        cdef list body = [], receipt = [], user_headers = [], ack_mode = [], ack_outcome = []
-        cdef list acked_at_ns = [], ack_latency_ms = [], ack_frame_index = []
-        cdef MessageSlots row
-        for item in rows:
-            row = <MessageSlots?>item
-            session_id.append(row.session_id)
-            direction.append(row.direction)
-            frame_index.append(row.frame_index)
-            ts_ns.append(row.ts_ns)
-            command.append(row.command)
-            destination.append(row.destination)
-            message_id.append(row.message_id)
-            subscription.append(row.subscription)
-            ack_id.append(row.ack_id)
-            transaction.append(row.transaction)
-            transaction_outcome.append(row.transaction_outcome)
-            content_type.append(row.content_type)
-            content_length.append(row.content_length)
-            body_length.append(row.body_length)
-            body_sha256.append(row.body_sha256)
-            body_preview.append(row.body_preview)
-            body.append(row.body)
-            receipt.append(row.receipt)
-            user_headers.append(row.user_headers)
-            ack_mode.append(row.ack_mode)
-            ack_outcome.append(row.ack_outcome)
-            acked_at_ns.append(row.acked_at_ns)
-            ack_latency_ms.append(row.ack_latency_ms)
-            ack_frame_index.append(row.ack_frame_index)
-        return (
-            session_id,
-            direction,
-            frame_index,
-            ts_ns,
-            command,
-            destination,
-            message_id,
-            subscription,
-            ack_id,
-            transaction,
-            transaction_outcome,
-            content_type,
-            content_length,
-            body_length,
-            body_sha256,
-            body_preview,
-            body,
-            receipt,
-            user_headers,
-            ack_mode,
-            ack_outcome,
-            acked_at_ns,
-            ack_latency_ms,
-            ack_frame_index,
-        )
-
+        return _lists(rows, MessageSlots, 24)
 
     @staticmethod
     def arrays(list rows not None, tuple types not None):
         """The held columns of ``rows`` as Arrow arrays of ``types`` (in the order of `columns`),
         built as the rows are read (`_arrow_columns`)."""
-        if len(types) != 24:
-            raise ValueError(f"a messages row holds 24 columns, not {len(types)}")
-        cdef list built = [column_for(type_) for type_ in types]
-        cdef Column c0 = built[0], c1 = built[1], c2 = built[2], c3 = built[3], c4 = built[4]
-        cdef Column c5 = built[5], c6 = built[6], c7 = built[7], c8 = built[8], c9 = built[9]
-        cdef Column c10 = built[10], c11 = built[11], c12 = built[12], c13 = built[13]
-        cdef Column c14 = built[14], c15 = built[15], c16 = built[16], c17 = built[17]
-        cdef Column c18 = built[18], c19 = built[19], c20 = built[20], c21 = built[21]
-        cdef Column c22 = built[22], c23 = built[23]
-        cdef MessageSlots row
-        for item in rows:
-            row = <MessageSlots?>item
-            c0.add(row.session_id)
-            c1.add(row.direction)
-            c2.add(row.frame_index)
-            c3.add(row.ts_ns)
-            c4.add(row.command)
-            c5.add(row.destination)
-            c6.add(row.message_id)
-            c7.add(row.subscription)
-            c8.add(row.ack_id)
-            c9.add(row.transaction)
-            c10.add(row.transaction_outcome)
-            c11.add(row.content_type)
-            c12.add(row.content_length)
-            c13.add(row.body_length)
-            c14.add(row.body_sha256)
-            c15.add(row.body_preview)
-            c16.add(row.body)
-            c17.add(row.receipt)
-            c18.add(row.user_headers)
-            c19.add(row.ack_mode)
-            c20.add(row.ack_outcome)
-            c21.add(row.acked_at_ns)
-            c22.add(row.ack_latency_ms)
-            c23.add(row.ack_frame_index)
-        return [column.arrow() for column in built]
+        return _arrays(rows, MessageSlots, types, 24)
+
+    cdef int add_to(self, list columns) except -1:
+        """This row's held values added to ``columns``, in the order of `columns`."""
+        (<Column>columns[0]).add(self.session_id)
+        (<Column>columns[1]).add(self.direction)
+        (<Column>columns[2]).add(self.frame_index)
+        (<Column>columns[3]).add(self.ts_ns)
+        (<Column>columns[4]).add(self.command)
+        (<Column>columns[5]).add(self.destination)
+        (<Column>columns[6]).add(self.message_id)
+        (<Column>columns[7]).add(self.subscription)
+        (<Column>columns[8]).add(self.ack_id)
+        (<Column>columns[9]).add(self.transaction)
+        (<Column>columns[10]).add(self.transaction_outcome)
+        (<Column>columns[11]).add(self.content_type)
+        (<Column>columns[12]).add(self.content_length)
+        (<Column>columns[13]).add(self.body_length)
+        (<Column>columns[14]).add(self.body_sha256)
+        (<Column>columns[15]).add(self.body_preview)
+        (<Column>columns[16]).add(self.body)
+        (<Column>columns[17]).add(self.receipt)
+        (<Column>columns[18]).add(self.user_headers)
+        (<Column>columns[19]).add(self.ack_mode)
+        (<Column>columns[20]).add(self.ack_outcome)
+        (<Column>columns[21]).add(self.acked_at_ns)
+        (<Column>columns[22]).add(self.ack_latency_ms)
+        (<Column>columns[23]).add(self.ack_frame_index)
+        return 0
 
 
 cdef class AckSlots:
@@ -190,68 +124,61 @@ cdef class AckSlots:
 
     @staticmethod
     def columns(list rows not None):
-        cdef list session_id = [], frame_index = [], ts_ns = [], command = [], ack_id = []
-        cdef list message_id = [], subscription = [], ack_mode = [], transaction = []
-        cdef list transaction_outcome = [], acked_message_count = [], delivered_at_ns = []
-        cdef list latency_ms = [], receipt = []
-        cdef AckSlots row
-        for item in rows:
-            row = <AckSlots?>item
-            session_id.append(row.session_id)
-            frame_index.append(row.frame_index)
-            ts_ns.append(row.ts_ns)
-            command.append(row.command)
-            ack_id.append(row.ack_id)
-            message_id.append(row.message_id)
-            subscription.append(row.subscription)
-            ack_mode.append(row.ack_mode)
-            transaction.append(row.transaction)
-            transaction_outcome.append(row.transaction_outcome)
-            acked_message_count.append(row.acked_message_count)
-            delivered_at_ns.append(row.delivered_at_ns)
-            latency_ms.append(row.latency_ms)
-            receipt.append(row.receipt)
-        return (
-            session_id,
-            frame_index,
-            ts_ns,
-            command,
-            ack_id,
-            message_id,
-            subscription,
-            ack_mode,
-            transaction,
-            transaction_outcome,
-            acked_message_count,
-            delivered_at_ns,
-            latency_ms,
-            receipt,
-        )
+        return _lists(rows, AckSlots, 14)
 
     @staticmethod
     def arrays(list rows not None, tuple types not None):
         """`MessageSlots.arrays` for acks."""
-        if len(types) != 14:
-            raise ValueError(f"an acks row holds 14 columns, not {len(types)}")
-        cdef list built = [column_for(type_) for type_ in types]
-        cdef Column c0 = built[0], c1 = built[1], c2 = built[2], c3 = built[3], c4 = built[4]
-        cdef Column c5 = built[5], c6 = built[6], c7 = built[7], c8 = built[8], c9 = built[9]
-        cdef Column c10 = built[10], c11 = built[11], c12 = built[12], c13 = built[13]
-        cdef AckSlots row
+        return _arrays(rows, AckSlots, types, 14)
+
+    cdef int add_to(self, list columns) except -1:
+        """`MessageSlots.add_to` for acks."""
+        (<Column>columns[0]).add(self.session_id)
+        (<Column>columns[1]).add(self.frame_index)
+        (<Column>columns[2]).add(self.ts_ns)
+        (<Column>columns[3]).add(self.command)
+        (<Column>columns[4]).add(self.ack_id)
+        (<Column>columns[5]).add(self.message_id)
+        (<Column>columns[6]).add(self.subscription)
+        (<Column>columns[7]).add(self.ack_mode)
+        (<Column>columns[8]).add(self.transaction)
+        (<Column>columns[9]).add(self.transaction_outcome)
+        (<Column>columns[10]).add(self.acked_message_count)
+        (<Column>columns[11]).add(self.delivered_at_ns)
+        (<Column>columns[12]).add(self.latency_ms)
+        (<Column>columns[13]).add(self.receipt)
+        return 0
+
+
+cdef int _fill(list rows, type kind, list columns) except -1:
+    """Each row's held values added to ``columns``; every row checked to be of ``kind`` first."""
+    for item in rows:
+        if not isinstance(item, kind):
+            raise TypeError(f"a {kind.__name__} was expected, not {type(item).__name__}")
+    if kind is MessageSlots:
         for item in rows:
-            row = <AckSlots?>item
-            c0.add(row.session_id)
-            c1.add(row.frame_index)
-            c2.add(row.ts_ns)
-            c3.add(row.command)
-            c4.add(row.ack_id)
-            c5.add(row.message_id)
-            c6.add(row.subscription)
-            c7.add(row.ack_mode)
-            c8.add(row.transaction)
-            c9.add(row.transaction_outcome)
-            c10.add(row.acked_message_count)
-            c11.add(row.delivered_at_ns)
-            c12.add(row.latency_ms)
-            c13.add(row.receipt)
-        return [column.arrow() for column in built]
+            (<MessageSlots>item).add_to(columns)
+    else:
+        for item in rows:
+            (<AckSlots>item).add_to(columns)
+    return 0
+
+
+cdef tuple _lists(list rows, type kind, Py_ssize_t count):
+    """The held columns of ``rows`` as lists."""
+    cdef list columns = []
+    cdef Column column
+    for _ in range(count):
+        column = Column(None)
+        column.fallback = []
+        columns.append(column)
+    _fill(rows, kind, columns)
+    return tuple([(<Column>column).fallback for column in columns])
+
+
+cdef list _arrays(list rows, type kind, tuple types, Py_ssize_t count):
+    if len(types) != count:
+        raise ValueError(f"a {kind.__name__} row holds {count} columns, not {len(types)}")
+    cdef list columns = [column_for(type_) for type_ in types]
+    _fill(rows, kind, columns)
+    return [(<Column>column).arrow() for column in columns]

@@ -106,7 +106,7 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
 
 
 def _pairs_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A header column as Arrow: the compiled twin's pairs (`_frame_rows.HeaderPairs`) taken as
+    """A header column as Arrow: the compiled twin's pairs (`_arrow_columns.HeaderPairs`) taken as
     buffers, or a list converted value by value."""
     arrow = getattr(values, "arrow", None)
     return pa.array(values, type_) if arrow is None else arrow(type_)
