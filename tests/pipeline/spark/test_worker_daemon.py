@@ -3,22 +3,59 @@ from the installed package (bytecode cached), not from Spark's zip of its source
 
 from __future__ import annotations
 
+import zipfile
+import zipimport
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from pipeline.spark.session import base_conf
-from pipeline.spark.worker_daemon import PRELOADED, installed_first
+from pipeline.spark.worker_daemon import (
+    PRELOADED,
+    forget_archive_importers,
+    without_spark_archives,
+)
 
 SITE = "/venv/lib/python3.11/site-packages"
 ZIP = "/venv/lib/python3.11/site-packages/pyspark/python/lib/pyspark.zip"
 PY4J = "/venv/lib/python3.11/site-packages/pyspark/python/lib/py4j-0.10.9.9-src.zip"
 
 
-def test_sparks_zips_go_after_everything_else_in_order() -> None:
-    path = [ZIP, PY4J, "/work", SITE, "/other/py4j.zip"]
-    assert installed_first(path) == ["/work", SITE, "/other/py4j.zip", ZIP, PY4J]
-    assert installed_first([SITE]) == [SITE]
+JAR = "/venv/lib/python3.11/site-packages/pyspark/jars/spark-core_2.13-4.2.0.jar"
+
+
+def test_sparks_archives_are_taken_off_the_path() -> None:
+    path = [ZIP, PY4J, "/work", JAR, SITE, "/other/py4j.zip"]
+    assert without_spark_archives(path) == ["/work", SITE, "/other/py4j.zip"]
+    assert without_spark_archives([SITE]) == [SITE]
+
+
+def test_importers_of_archives_off_the_path_are_forgotten(tmp_path: Path) -> None:
+    kept, dropped = tmp_path / "kept.zip", tmp_path / "dropped.zip"
+    for archive in (kept, dropped):
+        with zipfile.ZipFile(archive, "w") as made:
+            made.writestr("module.py", "")
+    cache: dict[str, object] = {
+        str(kept): zipimport.zipimporter(str(kept)),
+        str(dropped): zipimport.zipimporter(str(dropped)),
+        f"{dropped}/org": zipimport.zipimporter(f"{dropped}/org/"),
+        SITE: None,
+    }
+    forget_archive_importers(cache, [str(kept), SITE])
+    assert list(cache) == [str(kept), SITE]
+
+
+def _zip_importers(rows: Iterable[int]) -> Iterator[list[str]]:
+    import sys
+
+    importers = sys.path_importer_cache.values()
+    yield [finder.archive for finder in importers if isinstance(finder, zipimport.zipimporter)]
+
+
+def test_workers_hold_no_importer_of_sparks_archives(spark: SparkSession) -> None:
+    found = spark.sparkContext.parallelize([0], 1).mapPartitions(_zip_importers).collect()
+    assert found == [[]]
 
 
 def test_only_a_local_master_replaces_the_daemon() -> None:
