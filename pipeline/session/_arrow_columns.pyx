@@ -111,10 +111,10 @@ cdef class Column:
     def __iter__(self):
         return iter(self.fallback if self.fallback is not None else self._values())
 
-    def arrow(self):
-        if self.fallback is not None:
-            return pa.array(self.fallback, self.type_)
-        return self._arrow()
+    def arrow(self, type_=None):
+        """As an Arrow array of ``type_`` (cast from the column's own type), or of its own."""
+        built = pa.array(self.fallback, self.type_) if self.fallback is not None else self._arrow()
+        return built if type_ is None or built.type == type_ else built.cast(type_)
 
     def _arrow(self):
         raise NotImplementedError
@@ -430,7 +430,8 @@ cdef class MapColumn(Column):
     cdef int _take(self, object value) except -1:
         if not self.pairs.takes_dict(value):
             return 0  # None among them (rare): Arrow converts the list
-        return self.pairs.add_dict(<dict>value) + 1
+        self.pairs.add_dict(<dict>value)
+        return 1
 
     cdef list _values(self):
         return list(self.pairs)

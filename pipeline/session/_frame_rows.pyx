@@ -140,25 +140,19 @@ cdef class FrameColumns:
     ):
         if len(body) != 4:
             raise ValueError(f"a body is 4 values, not {len(body)}")
-        # Every integer converted, and every header text encoded, before any column grows: one
-        # that cannot be raises with the columns still of one length.
+        # Every integer converted before any column grows: one that cannot be raises with the
+        # columns still of one length (a value the other columns cannot take is held as an
+        # object instead).
         cdef long long c_frame_index = frame_index, c_ts_ns = ts_ns, c_ts_end_ns = ts_end_ns
         cdef long long c_body_length = body[0], c_stream_offset = stream_offset
         cdef long long c_frame_length = frame_length, c_tcp_offset = tcp_offset
-        cdef bint follows = headers_follow_list(headers, header_list)
-        if self.pair_list is not None and not self._takes(headers, header_list, follows):
-            self._hold_as_objects()
         self.session_id.add(session_id)
         self.direction.append(direction)
         _push(self.frame_index, c_frame_index)
         _push(self.ts_ns, c_ts_ns)
         _push(self.ts_end_ns, c_ts_end_ns)
         self.command.append(command)
-        if self.pair_list is None:
-            self.headers.append(headers)
-            self.header_list.append(header_list)
-        else:
-            self._add_pairs(<dict>headers, <list>header_list, follows)
+        self._add_headers(headers, header_list)
         self.content_length.add(content_length)
         _push(self.body_length, c_body_length)
         self.body_sha256.add(body[1])
@@ -168,8 +162,6 @@ cdef class FrameColumns:
         _push(self.frame_length, c_frame_length)
         _push(self.tcp_offset, c_tcp_offset)
         self.violation.add(violation)
-        if self.regular and not follows:
-            self.regular = False
 
     cdef bint _takes(self, object headers, object header_list, bint follows) except -1:
         """Whether the frame's pairs can join the pairs held (a frame whose headers follow its
@@ -220,7 +212,7 @@ cdef class FrameColumns:
         return 0
 
     cdef int _add_headers(self, object headers, object header_list) except -1:
-        """One frame's headers, given as objects."""
+        """One frame's headers: as pairs where they fit, else as the objects given."""
         cdef bint follows = headers_follow_list(headers, header_list)
         if self.pair_list is not None and not self._takes(headers, header_list, follows):
             self._hold_as_objects()
@@ -229,6 +221,8 @@ cdef class FrameColumns:
             self.header_list.append(header_list)
         else:
             self._add_pairs(<dict>headers, <list>header_list, follows)
+        if not follows:
+            self.regular = False
         return 0
 
     cdef bint _can_extend(self, FrameColumns theirs):

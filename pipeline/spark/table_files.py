@@ -87,7 +87,7 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
     name repeated), as they almost always do: converting it again cost as much as the list."""
     struct = row_struct("frames")
     fields = {f.name: f for f in struct}
-    header_list = _pairs_array(rows.column("header_list"), fields["header_list"].type)
+    header_list = _held_array(rows.column("header_list"), fields["header_list"].type)
     if rows.regular:
         entries = header_list.values
         headers = pa.MapArray.from_arrays(
@@ -97,7 +97,7 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
             type=fields["headers"].type,
         )
     else:
-        headers = _pairs_array(rows.column("headers"), fields["headers"].type)
+        headers = _held_array(rows.column("headers"), fields["headers"].type)
     made = {"headers": headers, "header_list": header_list}
     for name in FRAME_COLUMNS:
         if name not in made:
@@ -105,25 +105,15 @@ def frame_batch(rows: FrameRows) -> pa.RecordBatch:
     return _with_times(struct, made)
 
 
-def _pairs_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A header column as Arrow: the compiled twin's pairs (`_arrow_columns.HeaderPairs`) taken as
-    buffers, or a list converted value by value."""
-    arrow = getattr(values, "arrow", None)
-    return pa.array(values, type_) if arrow is None else arrow(type_)
-
-
 def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
     """A held column as Arrow: a list converted value by value, or, from the compiled twin, an
     int64 C array (`_frame_rows.INT64_COLUMNS`) or a column in Arrow's buffers
-    (`_arrow_columns.Column`) taken whole."""
+    (`_arrow_columns.Column`, `HeaderPairs`) taken whole."""
     if isinstance(values, array.array) and values.typecode == "q" and type_ == pa.int64():
         data = pa.py_buffer(values.tobytes())  # a copy: the held column may grow after
         return pa.Array.from_buffers(type_, len(values), [None, data])
     arrow = getattr(values, "arrow", None)
-    if arrow is not None:
-        built: pa.Array = arrow()
-        return built if built.type == type_ else built.cast(type_)
-    return pa.array(values, type_)
+    return pa.array(values, type_) if arrow is None else arrow(type_)
 
 
 def slot_batch(table: str, rows: list[SlotRow]) -> pa.RecordBatch:
