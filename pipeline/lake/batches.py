@@ -76,7 +76,7 @@ def new_batch_id(now: datetime | None = None, files: Sequence[FileFingerprint] =
     """`<UTC time>-<6 hex>`: the hex derives from the files' content when given, else random."""
     stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     if files:
-        joined = "\n".join(sorted(f.sha256 for f in files)).encode()
+        joined = "\n".join(sorted(f.digest for f in files)).encode()
         suffix = hashlib.sha256(joined).hexdigest()[:6]
     else:
         suffix = secrets.token_hex(3)

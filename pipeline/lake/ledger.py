@@ -1,7 +1,9 @@
 """The ingestion ledger: every capture file a committed batch covered, so each counts once.
 
-A Delta table at <lake>/_ledger (path, size, mtime_ns, sha256, batch_id, ingested_at): pyarrow
-writes the file, delta-rs commits it, as for the data tables.
+A Delta table at <lake>/_ledger (path, size, mtime_ns, xxh3_128, batch_id, ingested_at): pyarrow
+writes the file, delta-rs commits it, as for the data tables. The content hash's column is named
+by its hash: a ledger made by a release that hashed with SHA-256 has `sha256` instead, and its
+lake goes on hashing with SHA-256 (pipeline.lake.fingerprint), so that its files still match.
 
 A file is already ingested when its path, size and mtime match a ledger row (no hashing), or
 when its content hash does (the same capture renamed or copied: reported as a duplicate). A known
@@ -24,24 +26,42 @@ from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import DataFile, app_id_for, batch_committed, commit_files, open_table
 from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import (
+    CONTENT_HASH,
+    CONTENT_HASHES,
     FileChangedWhileReading,
     FileFingerprint,
+    content_digest,
     fingerprint,
     stat_key,
 )
 from pipeline.lake.layout import LEDGER, Lake, make_private_dir, private_umask
 from pipeline.lake.stats import file_stats
 
-LEDGER_SCHEMA = pa.schema(
-    [
-        pa.field("path", pa.string(), nullable=False),
-        pa.field("size", pa.int64(), nullable=False),
-        pa.field("mtime_ns", pa.int64(), nullable=False),
-        pa.field("sha256", pa.string(), nullable=False),
-        pa.field("batch_id", pa.string(), nullable=False),
-        pa.field("ingested_at", pa.timestamp("us", tz="UTC"), nullable=False),
-    ]
-)
+
+def ledger_schema(hash_name: str = CONTENT_HASH) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("path", pa.string(), nullable=False),
+            pa.field("size", pa.int64(), nullable=False),
+            pa.field("mtime_ns", pa.int64(), nullable=False),
+            pa.field(hash_name, pa.string(), nullable=False),
+            pa.field("batch_id", pa.string(), nullable=False),
+            pa.field("ingested_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    )
+
+
+def hash_name_of(columns: Sequence[str]) -> str:
+    """The content hash a ledger's rows hold: the one its columns name."""
+    return next(name for name in CONTENT_HASHES if name in columns)
+
+
+def _digest(found: FileFingerprint, hash_name: str) -> str:
+    # A batch is hashed as its ledger hashes (Ledger.scan); a batch begun before its lake's
+    # ledger was made is hashed again if it came by the other hash.
+    if found.hash_name == hash_name:
+        return found.digest
+    return content_digest(found.path, hash_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +96,7 @@ class Ledger:
     def entries(self) -> pa.Table:
         table = open_table(self.path)
         if table is None:
-            return LEDGER_SCHEMA.empty_table()
+            return ledger_schema().empty_table()
         return table.to_pyarrow_table()
 
     def scan(
@@ -85,6 +105,7 @@ class Ledger:
         """``on_first_unseen()`` is called once, before the first file the ledger does not know
         by path, size and mtime is hashed (the run starts Spark then, while the files hash)."""
         entries = self.entries()
+        hash_name = hash_name_of(entries.schema.names)
         ingested_paths = entries.column("path").to_pylist()
         known_stats = set(
             zip(
@@ -94,7 +115,7 @@ class Ledger:
                 strict=True,
             )
         )
-        path_of_hash = dict(zip(entries.column("sha256").to_pylist(), ingested_paths, strict=True))
+        path_of_hash = dict(zip(entries.column(hash_name).to_pylist(), ingested_paths, strict=True))
         known_paths = set(ingested_paths)
         scan = LedgerScan()
         scanned: set[str] = set()
@@ -110,20 +131,20 @@ class Ledger:
                 if on_first_unseen is not None:
                     on_first_unseen()
                     on_first_unseen = None
-                found = fingerprint(candidate)
+                found = fingerprint(candidate, hash_name)
             except FileChangedWhileReading as error:
                 scan.problems.append(LedgerProblem(str(candidate), "changing", str(error)))
                 continue
             except OSError as error:
                 scan.problems.append(LedgerProblem(str(candidate), "unreadable", str(error)))
                 continue
-            if found.sha256 in path_of_hash:
-                scan.duplicates.append(Duplicate(found, path_of_hash[found.sha256]))
+            if found.digest in path_of_hash:
+                scan.duplicates.append(Duplicate(found, path_of_hash[found.digest]))
             elif found.path in known_paths:
                 scan.changed.append(found)
             else:
                 scan.new.append(found)
-                path_of_hash[found.sha256] = found.path
+                path_of_hash[found.digest] = found.path
         return scan
 
     def new_files(self, paths: Iterable[str | Path]) -> list[FileFingerprint]:
@@ -144,23 +165,28 @@ class Ledger:
             return table.version()
         if not files:
             return table.version() if table is not None else None
+        if table is None:
+            hash_name = files[0].hash_name
+        else:
+            hash_name = hash_name_of([f.name for f in table.schema().fields])
+        schema = ledger_schema(hash_name)
         rows = pa.table(
             {
                 "path": [f.path for f in files],
                 "size": [f.size for f in files],
                 "mtime_ns": [f.mtime_ns for f in files],
-                "sha256": [f.sha256 for f in files],
+                hash_name: [_digest(f, hash_name) for f in files],
                 "batch_id": [batch_id] * len(files),
                 "ingested_at": [datetime.now(UTC)] * len(files),
             },
-            schema=LEDGER_SCHEMA,
+            schema=schema,
         )
         placed = self._write_file(rows, seq)
         failpoint("ledger.placed")
         return commit_files(
             self.path,
             [placed],
-            schema=LEDGER_SCHEMA,
+            schema=schema,
             partition_by=[],
             app_id=app_id,
             batch_id=batch_id,

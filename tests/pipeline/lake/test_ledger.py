@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+import xxhash
 from deltalake import DeltaTable
 
-from pipeline.lake.fingerprint import FileFingerprint
+from pipeline.lake.fingerprint import FileFingerprint, fingerprint
 from pipeline.lake.layout import Lake
 from pipeline.lake.ledger import Ledger
 
@@ -120,9 +122,9 @@ def test_the_first_unseen_file_is_announced_once_before_it_is_hashed(
     events: list[str] = []
     hash_file = ledger_module.fingerprint
 
-    def hashing(path: str | Path) -> FileFingerprint:
+    def hashing(path: str | Path, hash_name: str) -> FileFingerprint:
         events.append(f"hash {Path(path).name}")
-        return hash_file(path)
+        return hash_file(path, hash_name)
 
     monkeypatch.setattr(ledger_module, "fingerprint", hashing)
     new = [capture(tmp_path, f"{n}.pcap", n.encode()) for n in ("a", "b")]
@@ -131,3 +133,45 @@ def test_the_first_unseen_file_is_announced_once_before_it_is_hashed(
     events.clear()
     ledger.scan([seen], on_first_unseen=lambda: events.append("unseen"))
     assert events == []
+
+
+def test_a_new_ledger_holds_xxh3_128_digests(lake: Lake, tmp_path: Path) -> None:
+    ledger = Ledger(lake)
+    ledger.record(ledger.new_files([capture(tmp_path, "a.pcap", b"A" * 100)]), "batch-1")
+    assert ledger.entries()["xxh3_128"].to_pylist() == [xxhash.xxh3_128(b"A" * 100).hexdigest()]
+
+
+def test_a_ledger_made_with_sha256_goes_on_with_sha256(lake: Lake, tmp_path: Path) -> None:
+    """A ledger whose rows a release before XXH3-128 wrote (a `sha256` column): its lake hashes
+    new files with SHA-256, so a copy of a file it ingested then is still a duplicate."""
+    old = capture(tmp_path, "old.pcap", b"ingested by SHA-256")
+    Ledger(lake).record([fingerprint(old, "sha256")], "batch-1")
+    copy = tmp_path / "copy.pcap"
+    shutil.copy(old, copy)
+    new = capture(tmp_path, "new.pcap", b"new")
+    ledger = Ledger(Lake(lake.root))
+    scan = ledger.scan([copy, new])
+    assert [(d.file.path, d.ingested_path) for d in scan.duplicates] == [(str(copy), str(old))]
+    assert [(f.hash_name, f.digest) for f in scan.new] == [
+        ("sha256", hashlib.sha256(b"new").hexdigest())
+    ]
+    ledger.record(scan.new, "batch-2")
+    entries = ledger.entries()
+    assert "xxh3_128" not in entries.schema.names
+    assert sorted(entries["sha256"].to_pylist()) == sorted(
+        hashlib.sha256(content).hexdigest() for content in (b"ingested by SHA-256", b"new")
+    )
+
+
+def test_files_hashed_by_the_other_hash_are_recorded_by_the_ledgers(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """A batch begun before its lake's ledger was made (by a release hashing with SHA-256, and
+    resumed by this one) holds the ledger's hash in its rows all the same."""
+    first = capture(tmp_path, "first.pcap", b"first")
+    Ledger(lake).record([fingerprint(first, "sha256")], "batch-1")
+    second = capture(tmp_path, "second.pcap", b"second")
+    Ledger(lake).record([fingerprint(second)], "batch-2")
+    assert sorted(Ledger(lake).entries()["sha256"].to_pylist()) == sorted(
+        hashlib.sha256(content).hexdigest() for content in (b"first", b"second")
+    )
