@@ -65,6 +65,10 @@ def test_the_spark_functions_the_suites_use_give_sparks_values(spark, tmp_path: 
     with duckdb.connect(str(database.path)) as db:
         db.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{path}')")
         assert db.execute(query).fetchall() == expected
+        # DuckDB's zone is the machine's: days stay UTC's, as Spark's session zone is
+        for zone in ("Asia/Tokyo", "America/Los_Angeles"):
+            db.execute(f"SET TimeZone = '{zone}'")
+            assert db.execute(query).fetchall() == expected, zone
     assert expected[0][1].isoformat() == "1969-12-31"  # days in UTC, whatever the machine's zone
 
 
