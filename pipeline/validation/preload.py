@@ -8,7 +8,10 @@ session came 1 s late. The runner now imports it with :func:`preloading` while t
 (from the capture pass to the tables' staging): the capture pass leaves a core idle while its
 first tasks wait for their Python workers, and the driver only waits for the passes
 (0.58 / 2.26 GB: runs 0.5-1.0 / 1.5 s shorter; imported from the end of the hashing instead,
-through the start's end, they were longer than both).
+through the start's end, they were longer than both). With the ledger's hashing down to 0.2 s
+(XXH3-128), importing it from the hashing's end left a core to it during the JVM's start, but the
+session still came 0.3-0.5 s later, the GIL switched every 0.5 ms: 2.26 GB, no faster over 3
+alternated pairs.
 
 Two threads that import modules at once can deadlock on a circular import (CPython then fails
 one of the imports). So the preload runs only while the run's other threads import nothing
