@@ -43,14 +43,13 @@ from pipeline.validation.suites import SUITE_NAMES
 MEMORY_VARIABLE = "STOMP_LAKE_VALIDATION_MEMORY"
 DEFAULT_MEMORY = "1GB"
 DATABASE_NAME = "validation.duckdb"
-# Spark SQL functions the suites' queries use, as DuckDB macros (instants are UTC: DuckDB casts
-# a TIMESTAMPTZ to DATE in UTC when no time zone extension is loaded, as here).
+# Spark SQL functions the suites' queries use, as DuckDB macros.
 SPARK_FUNCTIONS = {
     "unix_micros": "epoch_us(t)",
     # The day in UTC, Spark's session zone (pipeline.spark.session). A timestamp with a zone
-    # cast to a date takes DuckDB's zone, the machine's, through ICU: on another zone than UTC
-    # the rows near midnight failed the tables' date checks, and on UTC it took 7x longer (2.26
-    # GB: 0.16 of the frames suite's 0.23 s query, on one thread).
+    # cast to a date takes DuckDB's zone, which is the machine's (its wheel has ICU): on a
+    # machine in another zone the rows near midnight failed the tables' date checks. On UTC it
+    # took 7x longer (2.26 GB: 0.16 of the frames suite's 0.23 s query, on one thread).
     "to_date": "CAST(make_timestamp(epoch_us(t)) AS DATE)",
 }
 _MEMORY = re.compile(r"\d+(\.\d+)?\s*[KMGT]i?B", re.I)
