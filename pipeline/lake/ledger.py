@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.errors import StompLakeError
 from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import DataFile, app_id_for, batch_committed, commit_files, open_table
 from pipeline.lake.failpoints import failpoint
@@ -51,9 +52,20 @@ def ledger_schema(hash_name: str = CONTENT_HASH) -> pa.Schema:
     )
 
 
+class UnknownLedger(ValueError, StompLakeError):
+    """A ledger whose columns name no content hash this release knows."""
+
+    exit_code = 1
+
+
 def hash_name_of(columns: Sequence[str]) -> str:
     """The content hash a ledger's rows hold: the one its columns name."""
-    return next(name for name in CONTENT_HASHES if name in columns)
+    for name in CONTENT_HASHES:
+        if name in columns:
+            return name
+    raise UnknownLedger(
+        f"the ledger's columns {list(columns)} name no content hash of {list(CONTENT_HASHES)}"
+    )
 
 
 def _digest(found: FileFingerprint, hash_name: str) -> str:

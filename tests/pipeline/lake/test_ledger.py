@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 
 from pipeline.lake.fingerprint import FileFingerprint, fingerprint
 from pipeline.lake.layout import Lake
-from pipeline.lake.ledger import Ledger
+from pipeline.lake.ledger import Ledger, UnknownLedger
 
 
 def capture(folder: Path, name: str, content: bytes) -> Path:
@@ -175,3 +175,12 @@ def test_files_hashed_by_the_other_hash_are_recorded_by_the_ledgers(
     assert sorted(Ledger(lake).entries()["sha256"].to_pylist()) == sorted(
         hashlib.sha256(content).hexdigest() for content in (b"first", b"second")
     )
+
+
+def test_a_ledger_naming_no_known_hash_is_refused(lake: Lake, tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    write_deltalake(str(lake.ledger_path), pa.table({"path": ["/a"], "md5": ["00"]}))
+    with pytest.raises(UnknownLedger, match=r"name no content hash of \['xxh3_128', 'sha256'\]"):
+        Ledger(lake).scan([capture(tmp_path, "a.pcap", b"A")])
