@@ -43,6 +43,7 @@ from pipeline.validation.suites import (
     load_suite,
     row_filters,
 )
+from pipeline.validation.templates import keep_compiled_templates
 
 if TYPE_CHECKING:
     from great_expectations.data_context.store.store import DataDocsSiteConfigTypedDict
@@ -382,6 +383,7 @@ def _context(lake: Lake, batch_id: str) -> Any:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    keep_compiled_templates()  # of the data docs: compiled once per install
     context = gx.get_context(mode="ephemeral")
     # GX documents an ephemeral context's configuration as not saved, yet it writes the whole
     # of it as YAML into its in-memory store at each data source, asset and suite added (33
