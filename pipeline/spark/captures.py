@@ -56,6 +56,12 @@ PIECE_SCHEMA = pa.schema(
 # took stomp-lake run on 0.58 / 2.26 GB from 12.2 / 24.0 to 11.6 / 23.6 s, its memory unchanged
 # (a task's pieces are sent every PIECE_PACKETS whatever its split's size).
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
+# Capture tasks per core of the session (`packets_frame`): a task reads several splits in turn
+# when there are more. Every task costs Spark and its Python worker a fixed 0.04-0.06 s (the
+# task sent, its function unpickled, its output closed and cached), and the stage after it
+# reads the cache in as many tasks again; two a core still let a core that finishes early take
+# the last one.
+TASKS_PER_CORE = 2
 # Packets held before a split's pieces are packed and sent: bounds the reader's memory and the
 # size of one Arrow batch (48 bytes a packet, about 16 once packed) whatever the traffic's shape.
 PIECE_PACKETS = 131_072
@@ -211,17 +217,27 @@ def packets_frame(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     tasks = plan_tasks(paths, split_bytes)
-    # A split per partition, without a shuffle: the partitions of a range hold the splits'
-    # numbers, and the splits travel with the function. A range is made in the JVM, where rows
-    # made in Python (`createDataFrame` of an RDD) cost every task a Python hop of its own:
-    # the pass on 2.26 GB, warm, 3.3-3.5 s against 4.1-4.4 s.
+    # Splits by partition, without a shuffle: the partitions of a range hold the numbers of
+    # their groups of splits (`split_groups`), and the splits travel with the function. A range
+    # is made in the JVM, where rows made in Python (`createDataFrame` of an RDD) cost every
+    # task a Python hop of its own: the pass on 2.26 GB, warm, 3.3-3.5 s against 4.1-4.4 s.
     splits = [(task.file_id, task.split) for task in tasks]
+    groups = split_groups(len(tasks), TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for number in batch.column(0).to_pylist():
-                file_id, split = splits[number]
-                yield from read_split(file_id, pickle.loads(split), counters=counters)
+                for file_id, split in (splits[i] for i in groups[number]):
+                    yield from read_split(file_id, pickle.loads(split), counters=counters)
 
-    numbers = spark.range(0, len(tasks), 1, len(tasks) or 1)
+    numbers = spark.range(0, len(groups), 1, len(groups) or 1)
     return numbers.mapInArrow(read, from_arrow_schema(PIECE_SCHEMA))
+
+
+def split_groups(count: int, most: int) -> list[range]:
+    """Splits ``0 .. count - 1`` in order, in at most ``most`` groups whose sizes differ by one
+    at most: a task's splits, which it reads in turn (neighbours, so most are of one file)."""
+    groups = max(1, min(count, most))
+    size, extra = divmod(count, groups)
+    bounds = [i * size + min(i, extra) for i in range(groups + 1)]
+    return [range(bounds[i], bounds[i + 1]) for i in range(groups)] if count else []

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
-from pipeline.spark.captures import PIECE_SCHEMA, plan_tasks, read_split
+from pipeline.spark.captures import PIECE_SCHEMA, plan_tasks, read_split, split_groups
 from pipeline.spark.pieces import flow_key, key_ends, unpack
 from tests.conftest import SAMPLES
 
@@ -86,3 +86,12 @@ def test_anomalies_keep_their_offset_and_detail() -> None:
         (a.offset, f"{a.kind}: {a.detail}") for a in anomalies
     ]
     assert all(r["flow_key"] is None and r["file_id"] == 0 for r in rows)
+
+
+def test_split_groups_take_every_split_once_in_order_in_near_equal_groups() -> None:
+    for count in range(0, 40):
+        for most in (1, 2, 4, 7, 64):
+            groups = split_groups(count, most)
+            assert [i for group in groups for i in group] == list(range(count))
+            assert len(groups) == min(count, most)
+            assert max(map(len, groups), default=0) - min(map(len, groups), default=0) <= 1
