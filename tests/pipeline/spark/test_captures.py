@@ -10,7 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
-from pipeline.spark.captures import PIECE_SCHEMA, plan_tasks, read_split, split_groups
+from pipeline.spark.captures import (
+    MAX_TASK_SPLITS,
+    PIECE_SCHEMA,
+    capture_tasks,
+    plan_tasks,
+    read_split,
+    split_groups,
+)
 from pipeline.spark.pieces import flow_key, key_ends, unpack
 from tests.conftest import SAMPLES
 
@@ -95,3 +102,16 @@ def test_split_groups_take_every_split_once_in_order_in_near_equal_groups() -> N
             assert [i for group in groups for i in group] == list(range(count))
             assert len(groups) == min(count, most)
             assert max(map(len, groups), default=0) - min(map(len, groups), default=0) <= 1
+
+
+def test_capture_tasks_two_a_core_in_whole_waves_each_reading_a_bounded_number_of_splits() -> None:
+    assert capture_tasks(20, 2) == 4  # 2.26 GB of 120 MB files
+    assert capture_tasks(40, 2) == 8  # one 4.69 GB connection
+    assert capture_tasks(3, 2) == 3
+    assert capture_tasks(0, 2) == 0
+    for splits in range(1, 300):
+        for cores in (1, 2, 3, 8):
+            tasks = capture_tasks(splits, cores)
+            assert 1 <= tasks <= splits
+            assert -(-splits // tasks) <= MAX_TASK_SPLITS
+            assert tasks == splits or tasks % cores == 0
