@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 from jinja2.bccache import Bucket
 
+from pipeline.lake.layout import make_private_dir
 from pipeline.spark.class_archive import archive_dir
 
 FOLDER = "jinja-templates"
@@ -62,7 +63,7 @@ def keep_compiled_templates(directory: Path | None = None) -> KeptTemplates:
 
     folder = directory or archive_dir() / FOLDER
     with contextlib.suppress(OSError):  # else kept in memory only: each file's writing fails
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dir(folder, 0o700)  # its files are code this process runs
     kept = KeptTemplates(folder)
     make_view = DefaultJinjaView.__init__
 
