@@ -1,13 +1,19 @@
 # The two commands of the README: `make demo` and `make test`. Everything else is what they need.
-PYTHON ?= python3
+# The interpreter the venv is made with: the distribution's when it can (scripts/pick-python.sh)
+PYTHON ?= $(shell scripts/pick-python.sh)
 VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv airflow system-deps java js-deps spark-classes lint static check clean
+.PHONY: demo test venv airflow system-deps java js-deps spark-classes lint static check clean FORCE
 
-$(BIN)/stomp-lake: pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
+# A venv made with another interpreter than $(PYTHON) is made again, from scratch.
+VENV_PYTHON := build/venv-python
+$(VENV_PYTHON): FORCE
+	@mkdir -p build && echo '$(PYTHON)' | cmp -s - $@ || echo '$(PYTHON)' > $@
+
+$(BIN)/stomp-lake: pyproject.toml constraints.txt $(VENV_PYTHON)
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@

@@ -17,6 +17,9 @@ BROWSER_PACKAGES=(chromium chromium-driver)
 NODE_PACKAGE=nodejs
 NPM_PACKAGE=npm
 JAVA_PACKAGE=openjdk-17-jre-headless
+# The distribution's Python with venv and headers: `make` builds the venv with it, the faster
+# interpreter (scripts/pick-python.sh); without them it takes the first python3 on the PATH.
+PYTHON_PACKAGES=(python3-venv python3-dev)
 # ---------------------------------------------------------------------------------------
 
 # Answer to wireshark-common's "should non-superusers be able to capture packets?".
@@ -43,7 +46,7 @@ if ! command -v java >/dev/null 2>&1; then
 fi
 if [[ "$scope" == all ]]; then
     for package in "${BROKER_PACKAGES[@]}" "${CAPTURE_PACKAGES[@]}" "${BENCH_PACKAGES[@]}" \
-        ${BROWSER_PACKAGES[@]+"${BROWSER_PACKAGES[@]}"}; do
+        "${PYTHON_PACKAGES[@]}" ${BROWSER_PACKAGES[@]+"${BROWSER_PACKAGES[@]}"}; do
         is_installed "$package" || missing+=("$package")
     done
     command -v node >/dev/null 2>&1 || missing+=("$NODE_PACKAGE")

@@ -54,6 +54,9 @@ def archive_key() -> str | None:
     for part in (java, home / "lib" / "modules"):
         stat = part.stat() if part.exists() else None
         digest.update(f"{part}:{stat and stat.st_size}:{stat and stat.st_mtime_ns}\n".encode())
+    # The jars' folder too: the archive holds the class path it was made with, and a JVM whose
+    # class path differs (another install of the same PySpark) silently starts without it.
+    digest.update(f"{jars}\n".encode())
     for jar in sorted(jars.glob("*.jar")):
         digest.update(f"{jar.name}:{jar.stat().st_size}\n".encode())
     return digest.hexdigest()[:16]

@@ -46,6 +46,19 @@ def test_the_key_changes_with_the_jdk_and_the_jars(install: Path) -> None:
     assert archive_key() not in (first, second)
 
 
+def test_another_install_of_the_same_jars_has_its_own_key(
+    install: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive holds the class path it was made with: a JVM on the same jars in another
+    folder (another venv's PySpark) cannot use it."""
+    first = archive_key()
+    other = install / "other-venv" / "jars"
+    other.mkdir(parents=True)
+    (other / "spark-core.jar").write_bytes(b"core")
+    monkeypatch.setattr(class_archive, "_spark_jars", lambda: other)
+    assert archive_key() not in (None, first)
+
+
 def test_no_jdk_no_archive(install: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(class_archive, "_java", lambda: None)
     assert archive_key() is None and archive_path() is None and java_options() == ""
