@@ -230,7 +230,9 @@ def markdown(result: dict) -> str:
         "every 2 s and at each new RSS high. "
         f"Each case is the fastest of {result.get('rounds', 1)} round(s), the cases alternated "
         "within a round (every run below). The JVM's class archive (`make spark-classes`): "
-        f"{'used' if result.get('class_archive') else 'none'}.",
+        f"{'used' if result.get('class_archive') else 'none'}. Python "
+        f"{first['machine_before']['python']} "
+        f"({first['machine_before'].get('python_executable', 'interpreter not recorded')}).",
         "",
         "| input | files | ours s | ours MB/s | ours peak RSS / PSS MB | validate s (share) | "
         "tshark STOMP s | tshark MB/s | tshark peak RSS / PSS MB | speed-up | load before/after |",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -186,6 +187,8 @@ def machine() -> dict[str, object]:
 
     return {
         "python": platform.python_version(),
+        # which build: the venv's interpreter resolved (scripts/pick-python.sh says why it matters)
+        "python_executable": os.path.realpath(sys.executable),
         "cpu_count": os.cpu_count(),
         "kernel": platform.release(),
         "load_average_1min": round(os.getloadavg()[0], 2),
