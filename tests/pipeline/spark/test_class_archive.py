@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,15 @@ def test_another_install_of_the_same_jars_has_its_own_key(
     assert archive_key() not in (None, first)
 
 
+def test_a_jar_made_again_changes_the_key(install: Path) -> None:
+    """The same venv made again: the jars have the same names and sizes, but the JVM checks
+    their times too, and starts without an archive made before."""
+    first = archive_key()
+    jar = install / "jars" / "spark-core.jar"
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    assert archive_key() not in (None, first)
+
+
 def test_no_jdk_no_archive(install: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(class_archive, "_java", lambda: None)
     assert archive_key() is None and archive_path() is None and java_options() == ""
@@ -82,6 +92,28 @@ def test_an_existing_archive_is_not_made_again(install: Path) -> None:
     path.write_bytes(b"an archive")
     assert make_archive(install / "no-samples-needed") == path
     assert path.read_bytes() == b"an archive"
+
+
+def test_a_new_archive_replaces_the_installs_older_ones(
+    install: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The venv made again: its new archive replaces its old one; another install's stays."""
+
+    def dump(command: list[str], **_: object) -> None:  # the child JVM writes the archive
+        Path(command[command.index("--dump") + 1]).write_bytes(b"an archive")
+
+    monkeypatch.setattr(class_archive.subprocess, "run", dump)
+    old = make_archive(install / "samples")
+    assert old is not None and old.is_file()
+    others = old.parent / "spark-classes-0123abcd-0123456789abcdef.jsa"
+    others.write_bytes(b"another install's archive")
+    legacy = old.parent / "spark-classes-0123456789abcdef.jsa"
+    legacy.write_bytes(b"an archive named by its key alone")
+    jar = install / "jars" / "spark-core.jar"
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    new = make_archive(install / "samples")
+    assert new is not None and new != old
+    assert new.is_file() and not old.exists() and not legacy.exists() and others.is_file()
 
 
 @pytest.mark.spark
