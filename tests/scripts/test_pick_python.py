@@ -21,10 +21,12 @@ def test_the_distributions_python_when_it_can_make_the_venv() -> None:
     chosen = pick(os.environ["PATH"])
     probe = "import ensurepip, sys; print(sys.version_info >= (3, 11))"
     assert subprocess.run([chosen, "-c", probe], capture_output=True, text=True).stdout == "True\n"
-    if Path("/usr/bin/python3").exists():
-        # the machines this project runs on have Debian's, with venv and headers (python3-venv,
-        # python3-dev: scripts/install-system-deps.sh)
-        assert chosen == "/usr/bin/python3"
+    distribution = Path("/usr/bin/python3")
+    check = "import ensurepip, sysconfig; print(sysconfig.get_paths()['include'])"
+    if distribution.exists():  # Debian's, with venv and headers (scripts/install-system-deps.sh)
+        found = subprocess.run([distribution, "-c", check], capture_output=True, text=True)
+        if found.returncode == 0 and (Path(found.stdout.strip()) / "Python.h").exists():
+            assert chosen == str(distribution)
 
 
 def test_the_first_python3_on_the_path_otherwise(tmp_path: Path) -> None:
