@@ -1,6 +1,9 @@
 # The two commands of the README: `make demo` and `make test`. Everything else is what they need.
-# The interpreter the venv is made with: the distribution's when it can (scripts/pick-python.sh)
-PYTHON ?= $(shell scripts/pick-python.sh)
+# The interpreter the venv is made with: the distribution's when it can (scripts/pick-python.sh),
+# chosen once per `make`
+ifndef PYTHON
+PYTHON := $(shell scripts/pick-python.sh)
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake

@@ -117,8 +117,7 @@ def _remove_superseded(path: Path) -> None:
     """The install's archives made before ``path`` (its venv made again, PySpark upgraded), and
     those named before installs were told apart, are of no more use: 150 MB each. A JVM that
     maps one keeps it until it exits."""
-    jars = _spark_jars()
-    install = f"spark-classes-{_install_tag(jars)}-" if jars is not None else path.name
+    install = path.name[: path.name.rindex("-") + 1]  # "spark-classes-{install tag}-"
     for other in path.parent.glob("spark-classes-*.jsa"):
         if other != path and (other.name.startswith(install) or _LEGACY.fullmatch(other.name)):
             other.unlink(missing_ok=True)
