@@ -13,7 +13,7 @@ HISTORY = re.compile(
     r"\b(?:session|wave) \d+\b|\bthis session\b|\b(?:first|second|third|fourth) wave\b",
     re.IGNORECASE,
 )
-TEXT_SUFFIXES = {".md", ".py", ".pyx", ".pxd", ".pyi", ".c", ".json", ".toml", ".txt", ".sh", ".lua"}
+TEXT_SUFFIXES = {".md", ".py", ".pyx", ".pxd", ".pyi", ".c", ".json", ".toml", ".txt", ".sh"}
 
 
 def tracked_text_files() -> list[Path]:

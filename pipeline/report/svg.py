@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 from html import escape
 
 # Okabe-Ito: told apart by most colour-blind readers.
@@ -174,13 +174,15 @@ def time_lines(
     scale = ticks(max(v for _, v in points))
     maximum = scale[-1]
     body = _y_axis(scale, left, top, plot_w, plot_h, y_title)
-    for k in range(5):
-        moment = start + spread * k / 4
-        x = left + plot_w * k / 4
-        text = datetime.fromtimestamp(moment, tz=points[0][0].tzinfo).strftime(_time_format(spread))
-        anchor = ("start", "middle", "middle", "middle", "end")[k]
+    for moment, text in time_ticks(start, end, plot_w, points[0][0].tzinfo):
+        x = left + plot_w * ((moment - start) / spread if end > start else 0.5)
+        half = _label_px(text) / 2
+        if x - half < 0 or x + half > width:
+            continue  # a label cut by the chart's edge would be misread
         body.append(
-            f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="{anchor}" fill="{AXIS}">'
+            f'<line x1="{x:.1f}" y1="{top + plot_h}" x2="{x:.1f}" y2="{top + plot_h + 4}" '
+            f'stroke="{AXIS}"/>'
+            f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="{AXIS}">'
             f"{escape(text)}</text>"
         )
 
@@ -242,12 +244,51 @@ def _legend(
     return body
 
 
-def _time_format(spread_seconds: float) -> str:
-    if spread_seconds < 120:
-        return "%H:%M:%S"
-    if spread_seconds < 2 * 86400:
-        return "%H:%M"
-    return "%m-%d %H:%M"
+# Steps a time axis may take, in seconds: round values of each unit up to four weeks.
+TIME_STEPS = (
+    1, 2, 5, 10, 15, 30,
+    60, 120, 300, 600, 900, 1800,
+    3600, 7200, 10800, 21600, 43200,
+    86400, 2 * 86400, 7 * 86400, 14 * 86400, 28 * 86400,
+)  # fmt: skip
+_CHAR_PX = 7.0  # an upper bound for a digit of the 12 px sans-serif font
+_LABEL_GAP_PX = 12
+
+
+def time_ticks(
+    start: float, end: float, plot_w: float, tz: tzinfo | None
+) -> list[tuple[float, str]]:
+    """Ticks (epoch seconds, label) for a time axis from `start` to `end` drawn `plot_w` pixels
+    wide: the smallest round step whose labels do not overlap, ticks on whole multiples of it in
+    `tz`, labels as precise as the step and dated when the span crosses a day."""
+    spread = end - start
+    if spread <= 0:
+        return [(start, _when(start, tz).strftime("%H:%M:%S"))]
+    offset = (_when(start, tz).utcoffset() or timedelta()).total_seconds()
+    for step in TIME_STEPS:
+        form = _time_format(step, _when(start, tz).date() != _when(end, tz).date(), start, end, tz)
+        widest = max(_label_px(_when(m, tz).strftime(form)) for m in (start, end))
+        if plot_w * step / spread >= widest + _LABEL_GAP_PX or step == TIME_STEPS[-1]:
+            break
+    first = math.ceil((start + offset) / step) * step - offset
+    stride = max(1, math.ceil((widest + _LABEL_GAP_PX) * spread / (plot_w * step)))
+    moments = [first + i * step for i in range(0, int((end - first) // step) + 1, stride)]
+    return [(m, _when(m, tz).strftime(form)) for m in moments]
+
+
+def _time_format(step: int, crosses_days: bool, start: float, end: float, tz: tzinfo | None) -> str:
+    if step >= 86400:
+        return "%Y-%m-%d" if _when(start, tz).year != _when(end, tz).year else "%m-%d"
+    clock = "%H:%M:%S" if step < 60 else "%H:%M"
+    return f"%m-%d {clock}" if crosses_days else clock
+
+
+def _when(moment: float, tz: tzinfo | None) -> datetime:
+    return datetime.fromtimestamp(moment, tz=tz)
+
+
+def _label_px(text: str) -> float:
+    return len(text) * _CHAR_PX
 
 
 def _clip(text: str, size: int = 26) -> str:

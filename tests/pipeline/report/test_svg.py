@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 
@@ -17,6 +19,7 @@ from pipeline.report.svg import (
     number,
     ticks,
     time_lines,
+    time_ticks,
 )
 
 
@@ -76,3 +79,37 @@ def test_charts_without_data_say_so() -> None:
     ):
         assert svg == empty_chart("x")
         assert "no data in this window" in svg
+
+
+@pytest.mark.parametrize("width", [360, 720])
+@pytest.mark.parametrize(
+    ("span", "form"),
+    [
+        (timedelta(seconds=40), r"\d\d:\d\d:\d\d"),
+        (timedelta(hours=3), r"\d\d:\d\d"),
+        (timedelta(hours=30), r"(\d\d-\d\d \d\d:\d\d|\d\d-\d\d)"),
+        (timedelta(days=20), r"\d\d-\d\d"),
+        (timedelta(days=500), r"\d{4}-\d\d-\d\d"),
+    ],
+)
+def test_time_axis_labels_never_overlap_and_fit_the_span(
+    width: int, span: timedelta, form: str
+) -> None:
+    start = datetime(2026, 11, 22, 2, 20, 7, tzinfo=UTC)
+    points = ((start, 1.0), (start + span, 2.0))
+    svg = time_lines("Rates", [Series("/queue/a", points, ("a", "b"))], y_title="m/s", width=width)
+    axis = r'<text x="([\d.]+)" y="\d+" text-anchor="middle"[^>]*>([^<]*)<'
+    labels = [(float(x), text) for x, text in re.findall(axis, svg)]
+    assert len(labels) >= 2, labels
+    for text in (t for _, t in labels):
+        assert re.fullmatch(form, text), (text, form)
+    for (x1, t1), (x2, t2) in itertools.pairwise(labels):
+        assert x2 - x1 >= (len(t1) + len(t2)) * 7.0 / 2, (t1, t2, x2 - x1)
+    assert all(x - len(t) * 3.5 >= 0 and x + len(t) * 3.5 <= width for x, t in labels)
+
+
+def test_time_ticks_fall_on_round_moments() -> None:
+    start = datetime(2026, 11, 22, 2, 20, 7, tzinfo=UTC).timestamp()
+    ticks_ = time_ticks(start, start + 3 * 3600, 648, UTC)
+    assert all(moment % 900 == 0 for moment, _ in ticks_)
+    assert ticks_[0][1] == "02:30"
