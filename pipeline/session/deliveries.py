@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pipeline.compiled import set_slot_values, slot_values
-from pipeline.session.rows import Row, settle_message
+from pipeline.session.clock import elapsed_ms
+from pipeline.session.rows import Row
 from pipeline.session.streams import Stamp
 
 if TYPE_CHECKING:
@@ -68,6 +69,16 @@ class Delivery:
     subscription: Subscription
     keys: tuple[str, ...]
     delivered: Stamp
+
+
+def settle_message(
+    row: MessageRow, outcome: str, at: Stamp | None, ack_frame_index: int | None
+) -> None:
+    row.ack_outcome = outcome
+    if at is not None:
+        row.acked_at_ns = at.ts_ns
+        row.ack_latency_ms = elapsed_ms(row.ts_ns, at.ts_ns)
+        row.ack_frame_index = ack_frame_index
 
 
 class DeliveryLedger:

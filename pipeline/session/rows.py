@@ -9,13 +9,10 @@ Rows carry ``date`` (UTC date of the table's main timestamp); the lake writer ad
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.streams import Stamp
-
-if TYPE_CHECKING:
-    from pipeline.session.message_rows import MessageRow
 
 Row = dict[str, Any]
 NS_SUFFIX = "_ns"  # a timestamp column's exact twin: ts and ts_ns, acked_at and acked_at_ns
@@ -58,16 +55,6 @@ def parse_length(value: str | None) -> int | None:
     except ValueError:
         return None
     return length if length >= 0 else None
-
-
-def settle_message(
-    row: MessageRow, outcome: str, at: Stamp | None, ack_frame_index: int | None
-) -> None:
-    row.ack_outcome = outcome
-    if at is not None:
-        row.acked_at_ns = at.ts_ns
-        row.ack_latency_ms = elapsed_ms(row.ts_ns, at.ts_ns)
-        row.ack_frame_index = ack_frame_index
 
 
 def heartbeat_row(

@@ -8,8 +8,8 @@ import pytest
 
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.session.clock import to_datetime
+from pipeline.session.deliveries import settle_message
 from pipeline.session.message_rows import AckRow, MessageRow, SlotRow, row_kinds
-from pipeline.session.rows import settle_message
 from pipeline.session.streams import make_stamp
 from pipeline.spark.table_files import row_batch, row_struct
 
