@@ -61,9 +61,9 @@ system-deps:
 	@bash scripts/install-system-deps.sh all
 
 # Spark's classes archived once per install (JDK 17 AppCDS): every local JVM starts faster
-# (pipeline/spark/class_archive.py). Instant when this install's archive exists.
+# (`stomp-lake warm`, pipeline/warm.py). Instant when this install's archive exists.
 spark-classes: java venv
-	$(BIN)/python -m pipeline.spark.class_archive
+	$(BIN)/stomp-lake warm
 
 demo: java venv spark-classes
 	$(BIN)/stomp-lake demo --lake $(LAKE)

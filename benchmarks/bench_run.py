@@ -192,13 +192,13 @@ def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, 
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
-    from pipeline.cli import SAMPLES_DIR
-    from pipeline.spark import class_archive
+    from pipeline.paths import SAMPLES_DIR
     from pipeline.spark.lean_home import use_lean_home
+    from pipeline.warm import make_archive
 
     # As `make demo` and `make test` make it: without it the JVM starts 1-1.7 s slower.
     use_lean_home()  # the archive is of the classpath a local session serves
-    archive = class_archive.make_archive(SAMPLES_DIR)
+    archive = make_archive(SAMPLES_DIR)
     sizes = [one_size(gb, args.data, args.connections, args.rounds) for gb in args.gb]
     result: dict[str, object] = {
         "sizes": sizes,

@@ -21,10 +21,8 @@ from pipeline.commands.options import (
 )
 from pipeline.errors import StompLakeError
 from pipeline.net import DEFAULT_BROKER_PORTS
+from pipeline.paths import SAMPLES_DIR
 from pipeline.validation import VALIDATION_ENGINES
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SAMPLES_DIR = REPO_ROOT / "samples"
 
 # What an operator (or a scheduler) can tell from the exit code alone.
 EXIT_CODES = {
@@ -117,6 +115,7 @@ PLUGIN_COMMANDS: dict[str, tuple[str, str]] = {
     "sql": ("pipeline.commands.sql", "Spark SQL over the lake's tables (no query: a prompt)"),
     "audit": ("pipeline.commands.audit", "run a saved traffic-audit query by name"),
     "report": ("pipeline.commands.report", "write a self-contained HTML traffic report"),
+    "warm": ("pipeline.commands.warm", "make this install's JVM class archive (faster starts)"),
 }
 
 
@@ -142,6 +141,7 @@ COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "sql": (0, 1, 2),
     "audit": (0, 1, 2),
     "report": (0, 1, 2),
+    "warm": (0,),
 }
 
 RUN_DESCRIPTION = """\

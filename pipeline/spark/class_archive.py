@@ -6,8 +6,8 @@ are mapped, already parsed and verified: `stomp-lake run` over the samples takes
 the archive against 27-32 s without (runs alternated, 2 cores), Spark's start 3.7-4.2 s against
 4.9-6.2 s, and every stage after it less as well.
 
-The archive is made once per install (`make` runs ``python -m pipeline.spark.class_archive``):
-a JVM started with ``-XX:ArchiveClassesAtExit`` runs the main job over the bundled samples and
+The archive is made once per install (`stomp-lake warm`, which `make` runs; `pipeline.warm`): a
+JVM started with ``-XX:ArchiveClassesAtExit`` runs the main job over the bundled samples and
 writes what it loaded when it exits. Its file name is keyed by what it depends on (the JDK, and
 PySpark's jars: their folder, names, sizes and times, all of which the JVM checks), so an upgrade
 of either, or the venv made again, makes a new one instead of reusing a stale one, and the new
@@ -22,30 +22,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-ARCHIVE_VARIABLE = "STOMP_LAKE_CLASS_ARCHIVE_DIR"
-# Named by the key alone: made before installs were told apart
-_LEGACY = re.compile(r"spark-classes-[0-9a-f]{16}\.jsa")
+from pipeline.paths import cache_dir
+
 # Without these the JVM reports every class it cannot archive (signed jars, generated code) when
 # dumping, and an archive it will not use when starting.
 QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 MAKING = "-XX:ArchiveClassesAtExit={path} " + QUIET_CDS
 USING = "-XX:SharedArchiveFile={path} -Xshare:auto " + QUIET_CDS
-
-
-def archive_dir() -> Path:
-    """$STOMP_LAKE_CLASS_ARCHIVE_DIR, else this user's cache ($XDG_CACHE_HOME or ~/.cache)."""
-    configured = os.environ.get(ARCHIVE_VARIABLE)
-    if configured:
-        return Path(configured)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "stomp-lake"
 
 
 def archive_key() -> str | None:
@@ -76,7 +62,7 @@ def archive_path() -> Path | None:
     jars = _spark_jars()
     if key is None or jars is None:
         return None
-    return archive_dir() / f"spark-classes-{_install_tag(jars)}-{key}.jsa"
+    return cache_dir() / f"spark-classes-{_install_tag(jars)}-{key}.jsa"
 
 
 def _install_tag(jars: Path) -> str:
@@ -87,59 +73,6 @@ def java_options() -> str:
     """The driver's Java options that use this install's archive; empty when there is none."""
     path = archive_path()
     return USING.format(path=path) if path is not None and path.is_file() else ""
-
-
-def make_archive(samples: Path, *, force: bool = False) -> Path | None:
-    """Make the archive for this install unless it exists; returns its path (None: no JDK or
-    PySpark found). The job runs in a child process whose JVM writes the archive as it exits."""
-    path = archive_path()
-    if path is None or (path.is_file() and not force):
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Next to the archive, so that it is put in place by a rename: a start never maps half a file
-    with tempfile.TemporaryDirectory(prefix=".making-", dir=path.parent) as work:
-        partial = Path(work) / path.name
-        command = [sys.executable, "-m", "pipeline.spark.class_archive", "--dump", str(partial)]
-        # The child must not use an archive while making one: it looks for none where none is
-        subprocess.run(
-            [*command, str(samples), str(Path(work) / "lake")],
-            check=True,
-            env={**os.environ, ARCHIVE_VARIABLE: str(Path(work) / "none")},
-        )
-        if not partial.is_file():
-            raise RuntimeError(f"the JVM wrote no class archive at {partial}")
-        os.replace(partial, path)
-    _remove_superseded(path)
-    return path
-
-
-def _remove_superseded(path: Path) -> None:
-    """The install's archives made before ``path`` (its venv made again, PySpark upgraded), and
-    those named before installs were told apart, are of no more use: 150 MB each. A JVM that
-    maps one keeps it until it exits."""
-    install = path.name[: path.name.rindex("-") + 1]  # "spark-classes-{install tag}-"
-    for other in path.parent.glob("spark-classes-*.jsa"):
-        if other != path and (other.name.startswith(install) or _LEGACY.fullmatch(other.name)):
-            other.unlink(missing_ok=True)
-
-
-def _dump(partial: Path, samples: Path, lake: Path) -> None:
-    """In the child: the main job over the samples, then the JVM's exit, waited for, since
-    the archive is written by the exiting JVM."""
-    from pyspark import SparkContext
-
-    from pipeline.runner import RunConfig, run
-
-    conf = {"spark.driver.extraJavaOptions": MAKING.format(path=partial)}
-    run(RunConfig([samples], lake, spark_conf=conf), progress=lambda _: None)
-    gateway = SparkContext._gateway
-    process = getattr(gateway, "proc", None)
-    active = SparkContext._active_spark_context
-    if active is not None:
-        active.stop()
-    if process is not None:
-        process.stdin.close()  # PySpark's gateway server exits when its stdin closes
-        process.wait(timeout=300)
 
 
 def _java() -> Path | None:
@@ -166,26 +99,3 @@ def pyspark_home() -> Path | None:
         return None
     home = Path(pyspark.__file__).resolve().parent
     return home if (home / "jars").is_dir() else None
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["--dump"]:
-        _dump(Path(args[1]), Path(args[2]), Path(args[3]))
-        return 0
-    from pipeline.cli import SAMPLES_DIR
-    from pipeline.spark.lean_home import use_lean_home
-
-    use_lean_home()  # as a local session does: the archive is of the classpath it will serve
-    try:
-        path = make_archive(SAMPLES_DIR, force="--force" in args)
-    except (OSError, RuntimeError, subprocess.CalledProcessError) as error:
-        # An optimisation only: without the archive every start is as it was
-        print(f"class archive: not made ({error}); Spark starts without it", file=sys.stderr)
-        return 0
-    print(f"class archive: {path}" if path is not None else "class archive: no JDK or PySpark")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

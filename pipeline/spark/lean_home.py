@@ -26,7 +26,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from pipeline.spark.class_archive import archive_dir, pyspark_home
+from pipeline.paths import cache_dir
+from pipeline.spark.class_archive import pyspark_home
 
 LEFT_OUT = "spark-mllib_"  # not spark-mllib-local_ (linear algebra, no session extension)
 LAUNCHER_JAR = "spark-launcher_"
@@ -54,7 +55,7 @@ def lean_home() -> Path | None:
     if not any(name.startswith(LEFT_OUT) for name in jars):
         return None
     key = hashlib.sha256("\n".join([LAYOUT, str(source), *jars]).encode()).hexdigest()[:16]
-    target = archive_dir() / f"spark-home-{key}"
+    target = cache_dir() / f"spark-home-{key}"
     if (target / "jars").is_dir():
         return target
     try:

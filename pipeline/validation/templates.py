@@ -4,7 +4,7 @@ GX renders a batch's Data Docs with Jinja, and each of its views makes a Jinja e
 its own, which compiles every template it meets from source: 78 compilations of 26 templates a
 batch, a third of the docs' time (0.58 GB, runs alternated: the docs took 0.20-0.21 s with the
 compiled code kept against 0.29-0.31 s). Jinja's bytecode cache keeps the compiled code in this
-user's cache folder (`class_archive.archive_dir`), one file per template, checked against the
+user's cache folder (`pipeline.paths.cache_dir`), one file per template, checked against the
 template's source and Python's version when it is read: an upgrade of GX or of Python compiles
 afresh. A folder that cannot be written, or a file that cannot be read, costs only the
 compilation: the code is kept in memory too, so each template is compiled once per process.
@@ -20,7 +20,7 @@ import jinja2
 from jinja2.bccache import Bucket
 
 from pipeline.lake.layout import make_private_dir
-from pipeline.spark.class_archive import archive_dir
+from pipeline.paths import cache_dir
 
 FOLDER = "jinja-templates"
 
@@ -61,7 +61,7 @@ def keep_compiled_templates(directory: Path | None = None) -> KeptTemplates:
         return _kept
     from great_expectations.render.view.view import DefaultJinjaView
 
-    folder = directory or archive_dir() / FOLDER
+    folder = directory or cache_dir() / FOLDER
     with contextlib.suppress(OSError):  # else kept in memory only: each file's writing fails
         make_private_dir(folder, 0o700)  # its files are code this process runs
     kept = KeptTemplates(folder)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.paths import CACHE_VARIABLE
 from pipeline.spark import lean_home as module
-from pipeline.spark.class_archive import ARCHIVE_VARIABLE
 from pipeline.spark.lean_home import HOME_VARIABLE, lean_home, use_lean_home
 
 JARS = (
@@ -38,7 +38,7 @@ def pyspark_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for jar in JARS:
         (home / "jars" / jar).write_bytes(jar.encode())
     monkeypatch.setattr(module, "pyspark_home", lambda: home)
-    monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "cache"))
     monkeypatch.delenv(HOME_VARIABLE, raising=False)
     return home
 
@@ -87,10 +87,10 @@ def test_no_mllib_or_no_folder_means_pysparks_own_home(
 ) -> None:
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder would be")
-    monkeypatch.setenv(ARCHIVE_VARIABLE, str(blocked / "cache"))
+    monkeypatch.setenv(CACHE_VARIABLE, str(blocked / "cache"))
     assert lean_home() is None
     (pyspark_home / "jars" / JARS[1]).unlink()
-    monkeypatch.setenv(ARCHIVE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "cache"))
     assert lean_home() is None
 
 
