@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from benchmarks.bench_flow_loop import sorted_pieces
-from benchmarks.traffic import TrafficSpec, generate_files
+from benchmarks.traffic import SHAPES, TrafficSpec, generate_files
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -137,15 +137,18 @@ def split(annotated: str) -> dict[str, Any]:
     return {"total": total, "components": components}
 
 
-def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
+def run(out: Path, data: Path, megabytes: int, shape: str = "broker") -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         raise SystemExit("bench_flow_instructions needs valgrind (Debian: apt install valgrind)")
     # Connections of about 2 MB: about 1,300 frames each, as `bench_run`'s 600 connections of
     # 2.26 GB have 1,900 (the default 400 connections would make the sessions' start and end a
     # large part of a small capture).
     connections = max(1, megabytes // 2)
-    spec = TrafficSpec(megabytes * 1_000_000, connections, concurrent=min(60, connections))
-    capture = generate_files(spec, data / f"flow-instructions-{megabytes}mb")
+    spec = TrafficSpec(
+        megabytes * 1_000_000, connections, concurrent=min(60, connections), shape=shape
+    )
+    suffix = "" if shape == "broker" else f"-{shape}"
+    capture = generate_files(spec, data / f"flow-instructions{suffix}-{megabytes}mb")
     paths = [str(p) for p in capture.paths]
     pieces = sorted_pieces(paths)
     ways: dict[str, dict[str, Any]] = {}
@@ -160,6 +163,7 @@ def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
     frames = ways["compiled"]["frames"]
     compiled, pure = ways["compiled"]["total"], ways["pure_python"]["total"]
     result = {
+        "shape": shape,
         "capture_bytes": sum(os.path.getsize(p) for p in paths),
         "connections": connections,
         "packets": int(pa.compute.sum(pieces.column("packet_count")).as_py()),
@@ -172,8 +176,8 @@ def run(out: Path, data: Path, megabytes: int) -> dict[str, Any]:
         "pure_python_vs_compiled": round(pure / compiled, 2),
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "flow_instructions.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "flow_instructions.md").write_text(markdown(result))
+    (out / f"flow_instructions{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"flow_instructions{suffix}.md").write_text(markdown(result))
     return result
 
 
@@ -183,7 +187,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# The flow pass's instructions (callgrind): compiled vs pure Python",
         "",
-        f"{result['capture_bytes'] / 1e6:.0f} MB of benchmarks/traffic.py, "
+        f"{result['capture_bytes'] / 1e6:.0f} MB of benchmarks/traffic.py "
+        f"({result.get('shape', 'broker')} shape), "
         f"{result['connections']} connections, {result['packets']} packets, {frames} frames; "
         "`run_partition` as a flow task runs it, with Parquet, the second of two passes counted.",
         "",
@@ -215,8 +220,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--mb", type=int, default=20)
+    parser.add_argument("--shape", choices=SHAPES, default="broker", help="traffic shape")
     args = parser.parse_args()
-    print(markdown(run(args.out, args.data, args.mb)))
+    print(markdown(run(args.out, args.data, args.mb, args.shape)))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.measure import Measured, machine, report_and_exit, run_measured, warm_page_cache
-from benchmarks.traffic import GeneratedCapture, TrafficSpec, generate_files
+from benchmarks.traffic import SHAPES, GeneratedCapture, TrafficSpec, generate_files
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "benchmarks" / "results"
@@ -102,28 +102,36 @@ def run_tshark(
     return measured, commands
 
 
-def generate(gb: float, data: Path, connections: int) -> GeneratedCapture:
+def case_folder(data: Path, gb: float, shape: str) -> Path:
+    return data / (f"run-{gb:g}gb" if shape == "broker" else f"run-{shape}-{gb:g}gb")
+
+
+def generate(gb: float, data: Path, connections: int, shape: str) -> GeneratedCapture:
     spec = TrafficSpec(
         total_bytes=int(gb * 1e9),
         connections=connections,
         concurrent=min(80, connections),
         files=max(4, round(gb * 8)),
+        shape=shape,
     )
-    return generate_files(spec, data / f"run-{gb:g}gb" / "captures")
+    return generate_files(spec, case_folder(data, gb, shape) / "captures")
 
 
-def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, object]:
+def one_size(
+    gb: float, data: Path, connections: int, rounds: int, shape: str = "broker"
+) -> dict[str, object]:
     """Each case `rounds` times, the three alternated within a round; each case's fastest run
     is reported (this machine's speed drifts by 5-15% over minutes, as other work comes and
     goes: alternating lets each case meet the same drift)."""
-    capture = generate(gb, data, connections)
+    capture = generate(gb, data, connections, shape)
+    folder = case_folder(data, gb, shape)
     before = machine()
     cpus = os.cpu_count() or 1
-    scratch = data / f"run-{gb:g}gb" / "tshark-out"
+    scratch = folder / "tshark-out"
     ours_runs, stomp_runs, floor_runs = [], [], []
     for _ in range(rounds):
         warm_page_cache(capture.paths)  # before each case: all meet the files in the page cache
-        ours_runs.append(run_ours(capture, data / f"run-{gb:g}gb" / "lake"))
+        ours_runs.append(run_ours(capture, folder / "lake"))
         warm_page_cache(capture.paths)
         stomp_runs.append(run_tshark(capture.paths, cpus, scratch, stomp=True))
         warm_page_cache(capture.paths)
@@ -150,6 +158,7 @@ def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, 
     tshark_frames = sum(n for c, n in commands.items() if c not in ("HEARTBEAT", "?"))
     return {
         "gb": gb,
+        "shape": shape,
         "capture": {
             "files": len(capture.paths),
             "file_bytes": size,
@@ -170,6 +179,7 @@ def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, 
             "validate_share": round(validate / ours.seconds, 3) if validate else None,
             "runs_s": runs_s["ours"],
             "frames": child["counts"].get("frames"),
+            "frames_per_s": round(frames_written / ours.seconds),
             "sessions": child["counts"].get("sessions"),
             "counts": child["counts"],
         },
@@ -179,6 +189,7 @@ def one_size(gb: float, data: Path, connections: int, rounds: int) -> dict[str, 
             "processes": cpus,
             "runs_s": runs_s["tshark_stomp"],
             "frames": tshark_frames,
+            "frames_per_s": round(frames_written / stomp.seconds),
             "commands": dict(commands),
         },
         "tshark_conv_tcp": {
@@ -199,18 +210,22 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     # As `make demo` and `make test` make it: without it the JVM starts 1-1.7 s slower.
     use_lean_home()  # the archive is of the classpath a local session serves
     archive = make_archive(SAMPLES_DIR)
-    sizes = [one_size(gb, args.data, args.connections, args.rounds) for gb in args.gb]
+    sizes = [
+        one_size(gb, args.data, args.connections, args.rounds, args.shape) for gb in args.gb
+    ]
     result: dict[str, object] = {
         "sizes": sizes,
+        "shape": args.shape,
         "rounds": args.rounds,
-        "target_speedup_vs_tshark": TARGET_SPEEDUP,
+        "target_speedup_vs_tshark": args.target,
+        "target_speedup_vs_conv_tcp": args.target_conv,
         "class_archive": str(archive) if archive is not None and archive.is_file() else None,
     }
     if args.note:
         result["note"] = args.note
     if not args.keep_lakes:
         for gb in args.gb:
-            shutil.rmtree(args.data / f"run-{gb:g}gb" / "lake", ignore_errors=True)
+            shutil.rmtree(case_folder(args.data, gb, args.shape) / "lake", ignore_errors=True)
     return result
 
 
@@ -220,8 +235,9 @@ def markdown(result: dict) -> str:
     lines = [
         "# The main job (`stomp-lake run`, full) vs tshark's STOMP decoding",
         "",
-        "Broker-like STOMP traffic from benchmarks/traffic.py (SEND with receipts, MESSAGE and "
-        "client-individual ACK, heart-beats, CONNECT/DISCONNECT with receipts; "
+        f"{SHAPE_TEXT[result.get('shape', 'broker')]} STOMP traffic from benchmarks/traffic.py "
+        "(SEND with receipts, MESSAGE and client-individual ACK, heart-beats, "
+        "CONNECT/DISCONNECT with receipts; "
         f"{first['capture']['connections']} connections, {first['capture']['concurrent']} open "
         "at once; 1460-byte segments; rotated pcapng files as stomp-capture writes "
         f"them). {first['machine_before']['cpu_count']} CPUs shared with other work (load "
@@ -234,9 +250,11 @@ def markdown(result: dict) -> str:
         f"{first['machine_before']['python']} "
         f"({first['machine_before'].get('python_executable', 'interpreter not recorded')}).",
         "",
-        "| input | files | ours s | ours MB/s | ours peak RSS / PSS MB | validate s (share) | "
-        "tshark STOMP s | tshark MB/s | tshark peak RSS / PSS MB | speed-up | load before/after |",
-        "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |",
+        "| input | files | frames | ours s | ours MB/s | ours frames/s | ours peak RSS / PSS MB | "
+        "validate s (share) | tshark STOMP s | tshark MB/s | tshark frames/s | "
+        "tshark peak RSS / PSS MB | speed-up | vs conv,tcp | load before/after |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | --- |",
     ]
     for s in sizes:
         ours, ts = s["ours"], s["tshark_stomp"]
@@ -244,11 +262,13 @@ def markdown(result: dict) -> str:
         share = f"{validate:.1f} ({ours['validate_share']:.0%})" if validate else "n/a"
         lines.append(
             f"| {s['capture']['file_bytes'] / 1e9:.2f} GB | {s['capture']['files']} | "
-            f"{ours['seconds']:.1f} | {ours['mb_per_s']} | "
+            f"{s['capture']['frames']:,} | {ours['seconds']:.1f} | {ours['mb_per_s']} | "
+            f"{_frames_per_s(s, 'ours')} | "
             f"{ours['peak_rss_mb']:.0f} / {ours['peak_pss_mb']:.0f} | {share} | "
-            f"{ts['seconds']:.1f} | {ts['mb_per_s']} | "
+            f"{ts['seconds']:.1f} | {ts['mb_per_s']} | {_frames_per_s(s, 'tshark_stomp')} | "
             f"{ts['peak_rss_mb']:.0f} / {ts['peak_pss_mb']:.0f} | "
-            f"{s['speedup_vs_tshark_stomp']}x | {s['machine_before']['load_average_1min']} / "
+            f"{s['speedup_vs_tshark_stomp']}x | {s['speedup_vs_tshark_conv_tcp']}x | "
+            f"{s['machine_before']['load_average_1min']} / "
             f"{s['machine_after']['load_average_1min']} |"
         )
     lines += ["", "Stages of our run (RunResult.timings, seconds):", ""]
@@ -287,6 +307,7 @@ def markdown(result: dict) -> str:
             for s in sizes
         )
         + f" ({'met' if all(met) else 'not met' if not any(met) else 'met for some sizes'}).",
+        *_conv_target(result),
         "",
         "tshark runs a minimal Lua STOMP dissector (benchmarks/stomp.lua; Wireshark 4.0 ships "
         "none) that only names each frame's command; it reads one file per process, so frames "
@@ -301,6 +322,28 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+SHAPE_TEXT = {
+    "broker": "Broker-like (bodies of about 2 KB, a long tail up to 48 KB)",
+    "small": "Small-message (JSON bodies of 50-400 B, 8 headers a SEND or MESSAGE)",
+}
+
+
+def _frames_per_s(size: dict, case: str) -> str:
+    """Frames written (heart-beats apart) over the case's time: the same count for every case."""
+    return f"{round(size['capture']['frames'] / size[case]['seconds']):,}"
+
+
+def _conv_target(result: dict) -> list[str]:
+    target = result.get("target_speedup_vs_conv_tcp")
+    if not target:
+        return []
+    ratios = [s["speedup_vs_tshark_conv_tcp"] for s in result["sizes"]]
+    met = all(r >= target for r in ratios)
+    shown = ", ".join(f"{r}x" for r in ratios)
+    verdict = "met" if met else "not met"
+    return [f"Target: at least {target}x `tshark -z conv,tcp`: {shown} ({verdict})."]
+
+
 def write(result: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -313,6 +356,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gb", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--connections", type=int, default=600)
+    parser.add_argument("--shape", choices=SHAPES, default="broker", help="traffic shape")
+    parser.add_argument("--target", type=float, default=TARGET_SPEEDUP, help="x tshark + STOMP")
+    parser.add_argument("--target-conv", type=float, default=None, help="x tshark -z conv,tcp")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each case, alternated")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)

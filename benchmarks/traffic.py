@@ -37,8 +37,14 @@ BROKER = ("10.20.0.1", 61613)
 START_NS = 1_736_935_200_000_000_000  # 2025-01-15T10:00:00Z
 MANIFEST = "manifest.json"
 DESTINATIONS = 24
-BODY_SIZES = (120, 400, 900, 1_800, 4_000, 12_000, 48_000)  # a long tail, like real payloads
-BODY_WEIGHTS = (20, 30, 20, 12, 10, 6, 2)
+# Traffic shapes: "broker", bodies of about 2 KB with a long tail; "small", the JSON events most
+# applications send (50-400 B bodies, 8 headers a SEND or MESSAGE: about 3 M frames a GB).
+SHAPES = ("broker", "small")
+BODY_SIZES = {
+    "broker": (120, 400, 900, 1_800, 4_000, 12_000, 48_000),  # a long tail, like real payloads
+    "small": (50, 90, 140, 200, 260, 330, 400),
+}
+BODY_WEIGHTS = {"broker": (20, 30, 20, 12, 10, 6, 2), "small": (8, 14, 20, 22, 16, 12, 8)}
 WRITER_BUFFER = 64 << 20
 
 
@@ -52,6 +58,7 @@ class TrafficSpec:
     receipt_every: int = 5
     seed: int = 1
     segment_bytes: int = MSS  # 65483: the 64 KiB packets loopback GSO captures show
+    shape: str = "broker"  # one of SHAPES
 
 
 @dataclass(slots=True)
@@ -75,7 +82,9 @@ class GeneratedCapture:
 class _Body:
     """Text bodies cut from one pool, so making them costs nothing per byte."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, shape: str) -> None:
+        self.sizes = BODY_SIZES[shape]
+        self.weights = BODY_WEIGHTS[shape]
         letters = b"abcdefghijklmnopqrstuvwxyz"
         words = [bytes(rng.choice(letters) for _ in range(8)) for _ in range(64)]
         pool = b'{"event":"' + b'","'.join(rng.choice(words) for _ in range(20_000)) + b'"}'
@@ -84,7 +93,7 @@ class _Body:
         self.rng = rng
 
     def make(self) -> bytes:
-        length = self.rng.choices(BODY_SIZES, BODY_WEIGHTS)[0]
+        length = self.rng.choices(self.sizes, self.weights)[0]
         start = self.rng.randrange(self.size - length)
         return bytes(self.pool[start : start + length])
 
@@ -106,7 +115,8 @@ class _Generator:
         self.spec = spec
         self.writer = writer
         self.rng = random.Random(spec.seed)
-        self.body = _Body(self.rng)
+        self.body = _Body(self.rng, spec.shape)
+        self.small = spec.shape == "small"
         self.now = START_NS
         self.frames: Counter[str] = Counter()
         self.heartbeats = 0
@@ -229,6 +239,8 @@ class _Generator:
                 ("content-length", str(len(body))),
                 ("persistent", "true"),
             ]
+            if self.small:
+                headers += self._application_headers(conn)
             receipt = conn.sent % self.spec.receipt_every == 0
             if receipt:
                 headers.append(("receipt", f"r-{conn.index}-{conn.sent}"))
@@ -248,6 +260,7 @@ class _Generator:
                 ("destination", conn.destination),
                 ("content-type", "application/json"),
                 ("content-length", str(len(body))),
+                *(self._application_headers(conn)[:2] if self.small else ()),
             ],
             body,
         )
@@ -256,6 +269,15 @@ class _Generator:
             for ack in conn.unacked:
                 self._frame(conn, Direction.C2S, "ACK", [("id", ack)])
             conn.unacked.clear()
+
+    def _application_headers(self, conn: _Connection) -> list[tuple[str, str]]:
+        """What applications add to their messages: a correlation id, a tenant, an event type."""
+        return [
+            ("correlation-id", f"{conn.index:x}-{conn.sent:x}"),
+            ("x-tenant", f"tenant-{conn.index % 11}"),
+            ("x-event-type", ("order.created", "order.paid", "stock.moved")[conn.sent % 3]),
+            ("priority", "4"),
+        ]
 
     def close(self, conn: _Connection) -> None:
         for ack in conn.unacked:

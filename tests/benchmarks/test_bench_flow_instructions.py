@@ -50,9 +50,9 @@ def test_benchmark_counts_both_ways_on_the_same_frames_and_writes_both_reports(
     tmp_path: Path,
 ) -> None:
     command = [sys.executable, "-m", "benchmarks.bench_flow_instructions", "--out", str(tmp_path)]
-    command += ["--data", str(tmp_path / "data"), "--mb", "1"]
+    command += ["--data", str(tmp_path / "data"), "--mb", "1", "--shape", "small"]
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=600)
-    result = json.loads((tmp_path / "flow_instructions.json").read_text())
+    result = json.loads((tmp_path / "flow_instructions-small.json").read_text())
     assert result["frames"] > 0  # the run refuses ways that wrote different frame counts
     compiled, pure = result["instructions"]["compiled"], result["instructions"]["pure_python"]
     assert 0 < compiled < pure
@@ -60,5 +60,6 @@ def test_benchmark_counts_both_ways_on_the_same_frames_and_writes_both_reports(
     loop = components["packet loop, all of reassembly, decoding and the model"]
     assert 0 < components["session model (frames, heart-beats, rows)"] < loop < compiled
     assert components["Parquet written"] > 0 and components["rows converted to Arrow"] > 0
-    report = (tmp_path / "flow_instructions.md").read_text()
+    report = (tmp_path / "flow_instructions-small.md").read_text()
+    assert "(small shape)" in report
     assert "| Parquet written |" in report

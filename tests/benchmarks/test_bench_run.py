@@ -22,6 +22,7 @@ pytestmark = [
 def test_a_tiny_run_writes_its_results(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "benchmarks.bench_run", "--gb", "0.001", "--connections", "6",
+        "--shape", "small", "--target", "3", "--target-conv", "0.5",
         "--data", str(tmp_path / "data"), "--out", str(tmp_path),
     ]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
@@ -38,6 +39,9 @@ def test_a_tiny_run_writes_its_results(tmp_path: Path) -> None:
     assert {"spark_start", "compute", "commit"} <= set(size["ours"]["timings"]) or set(
         size["ours"]["timings"]
     ) == {"run"}
-    assert not (tmp_path / "data" / "run-0.001gb" / "lake").exists()  # lakes are not kept
+    assert not (tmp_path / "data" / "run-small-0.001gb" / "lake").exists()  # lakes not kept
+    assert size["ours"]["frames_per_s"] > 0 and size["tshark_stomp"]["frames_per_s"] > 0
     report = (tmp_path / "run.md").read_text()
-    assert "Target: ours at least 1.5x faster" in report
+    assert report.startswith("# The main job") and "Small-message" in report
+    assert "Target: ours at least 3.0x faster" in report
+    assert "Target: at least 0.5x `tshark -z conv,tcp`" in report and "frames/s" in report

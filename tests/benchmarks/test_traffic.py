@@ -58,3 +58,27 @@ def test_a_folder_holding_the_same_spec_is_reused(tmp_path: Path) -> None:
     other = generate_files(smaller, tmp_path / "capture")
     assert other.stomp_bytes < first.stomp_bytes
     assert not any(p.exists() for p in first.paths if p not in other.paths)
+
+
+def test_the_small_message_shape_has_small_bodies_and_eight_headers(tmp_path: Path) -> None:
+    spec = TrafficSpec(total_bytes=400_000, connections=6, concurrent=3, files=2, shape="small")
+    capture = generate_files(spec, tmp_path / "capture")
+    broker = generate_files(
+        TrafficSpec(total_bytes=400_000, connections=6, concurrent=3, files=2),
+        tmp_path / "broker",
+    )
+    # several times the frames a byte of the broker-like shape
+    assert sum(capture.frames.values()) > 3 * sum(broker.frames.values())
+    bodies, headers = [], []
+    decoders: dict[tuple[str, bool], Decoder] = {}
+    for event in LocalReassembly([str(p) for p in capture.paths]):
+        if type(event) is not Segment or type(event.event) is not Data:
+            continue
+        decoder = decoders.setdefault((event.connection_id, event.from_client), Decoder("1.2"))
+        decoder.feed(event.event.data)
+        for item in decoder.events():
+            if type(item) is Frame and item.command in ("SEND", "MESSAGE"):
+                bodies.append(len(item.body))
+                headers.append(len(set(item.headers) - {"receipt"}))
+    assert bodies and min(bodies) >= 50 and max(bodies) <= 400
+    assert set(headers) == {8}
