@@ -1,0 +1,87 @@
+"""TLS records cut out of one direction's TCP byte stream (sans-IO): bytes in, whole records out,
+each with the TCP offset of its header. Holds at most one record's bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHANGE_CIPHER_SPEC = 20
+ALERT = 21
+HANDSHAKE = 22
+APPLICATION_DATA = 23
+HEARTBEAT = 24
+CONTENT_TYPES = frozenset({CHANGE_CIPHER_SPEC, ALERT, HANDSHAKE, APPLICATION_DATA, HEARTBEAT})
+
+HEADER_LENGTH = 5
+# TLSCiphertext may exceed 2^14 by 2048 bytes in TLS 1.2 (RFC 5246 6.2.3), 256 in TLS 1.3
+MAX_FRAGMENT = (1 << 14) + 2048
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    content_type: int
+    version: int
+    fragment: bytes
+    tcp_offset: int  # where its header starts in the direction's TCP stream
+
+    @property
+    def header(self) -> bytes:
+        return bytes(
+            (self.content_type, self.version >> 8, self.version & 0xFF)
+        ) + len(self.fragment).to_bytes(2, "big")
+
+
+class NotTls(ValueError):
+    """The bytes at `tcp_offset` cannot start a TLS record: the stream is not (or no longer) TLS."""
+
+    def __init__(self, tcp_offset: int, reason: str) -> None:
+        super().__init__(reason)
+        self.tcp_offset = tcp_offset
+
+
+class RecordReader:
+    """One direction's records. `feed` takes bytes in stream order and returns the records they
+    complete; it raises `NotTls` at a header no TLS peer sends, after which the reader is done."""
+
+    __slots__ = ("_buffer", "_offset", "done")
+
+    def __init__(self, tcp_offset: int = 0) -> None:
+        self._buffer = bytearray()
+        self._offset = tcp_offset  # TCP offset of _buffer[0]
+        self.done = False
+
+    @property
+    def held(self) -> int:
+        return len(self._buffer)
+
+    def feed(self, data: bytes) -> list[Record]:
+        if self.done:
+            return []
+        buffer = self._buffer
+        buffer += data
+        records: list[Record] = []
+        start = 0
+        while len(buffer) - start >= HEADER_LENGTH:
+            content_type = buffer[start]
+            version = (buffer[start + 1] << 8) | buffer[start + 2]
+            length = (buffer[start + 3] << 8) | buffer[start + 4]
+            if content_type not in CONTENT_TYPES or buffer[start + 1] != 3:
+                self._stop(start)
+                raise NotTls(self._offset, f"content type {content_type}, version 0x{version:04x}")
+            if length > MAX_FRAGMENT:
+                self._stop(start)
+                raise NotTls(self._offset, f"record of {length} bytes (at most {MAX_FRAGMENT})")
+            end = start + HEADER_LENGTH + length
+            if end > len(buffer):
+                break
+            fragment = bytes(buffer[start + HEADER_LENGTH : end])
+            records.append(Record(content_type, version, fragment, self._offset + start))
+            start = end
+        del buffer[:start]
+        self._offset += start
+        return records
+
+    def _stop(self, start: int) -> None:
+        self._offset += start
+        self._buffer = bytearray()
+        self.done = True

@@ -1,0 +1,320 @@
+"""One TLS connection seen passively, decrypted with its secrets (sans-IO).
+
+Fed the two reassembled TCP byte streams of one connection (``receive``, ``receive_gap``, then
+``finish``), it reads the hellos in the clear, finds the connection's secrets by the ClientHello's
+random, and returns the application data of each direction as `Plaintext` events with their TCP
+offsets, and what went wrong as `TlsAnomaly` events. `facts` says what was negotiated, whether the
+connection was decrypted and, when it was not, why.
+
+TLS 1.2: records are protected from each side's ChangeCipherSpec on, with keys from the master
+secret. TLS 1.3: from the ServerHello on, with the handshake traffic secrets until each side's
+Finished, then the application traffic secrets, renewed at each KeyUpdate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.net import Direction
+from pipeline.tls.cipher import BadRecord, RecordCipher
+from pipeline.tls.handshake import (
+    CLIENT_HELLO,
+    ENCRYPTED_EXTENSIONS,
+    FINISHED,
+    KEY_UPDATE,
+    SERVER_HELLO,
+    TLS12,
+    TLS13,
+    BadHandshake,
+    HandshakeFramer,
+    parse_client_hello,
+    parse_encrypted_extensions,
+    parse_server_hello,
+    version_name,
+)
+from pipeline.tls.keylog import Secrets
+from pipeline.tls.keys import key_block12, next_secret13, traffic_keys13
+from pipeline.tls.records import (
+    ALERT,
+    APPLICATION_DATA,
+    CHANGE_CIPHER_SPEC,
+    HANDSHAKE,
+    NotTls,
+    Record,
+    RecordReader,
+)
+from pipeline.tls.suites import SUITES, CipherSuite, suite_name
+
+# Why a connection's application data could not be read
+NO_KEYS = "no_keys"
+UNSUPPORTED_CIPHER = "unsupported_cipher"
+BAD_RECORD_MAC = "bad_record_mac"
+HANDSHAKE_NOT_SEEN = "handshake_not_seen"
+
+# Anomaly kinds
+TLS_BAD_RECORD = "tls_bad_record_mac"
+TLS_NOT_TLS = "tls_not_a_record"
+TLS_GAP = "tls_gap"
+TLS_BAD_HANDSHAKE = "tls_bad_handshake"
+
+# Records that fail in a row before a direction gives up: one damaged record is skipped (the
+# next is tried under the sequence numbers it may have), wrong keys are not retried forever.
+MAX_FAILED_RECORDS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Plaintext:
+    """Application data of one record: ``offset`` in the direction's plaintext stream,
+    ``tcp_offset`` where the record carrying it starts in the TCP stream."""
+
+    direction: Direction
+    ts_ns: int
+    offset: int
+    tcp_offset: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TlsAnomaly:
+    direction: Direction
+    ts_ns: int
+    tcp_offset: int
+    kind: str
+    detail: str
+
+
+Event = Plaintext | TlsAnomaly
+
+
+@dataclass(slots=True)
+class TlsFacts:
+    version: str | None = None
+    cipher_suite: str | None = None
+    server_name: str | None = None
+    alpn: str | None = None
+    decrypted: bool = False
+    not_decrypted_reason: str | None = None
+
+
+class _Side:
+    """One direction: its records, its handshake messages, and its cipher once keyed."""
+
+    __slots__ = (
+        "reader", "framer", "cipher", "pending", "secret", "handshake_done", "plain_offset",
+        "failed", "stopped",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.reader = RecordReader()
+        self.framer = HandshakeFramer()
+        self.cipher: RecordCipher | None = None
+        self.pending: RecordCipher | None = None  # TLS 1.2: keyed, waiting for ChangeCipherSpec
+        self.secret: bytes | None = None  # TLS 1.3: the traffic secret after the handshake's
+        self.handshake_done = False
+        self.plain_offset = 0
+        self.failed = 0
+        self.stopped = False
+
+
+class TlsSession:
+    __slots__ = ("facts", "_keys", "_sides", "_random", "_suite", "_secrets", "_etm", "_tls13")
+
+    def __init__(self, keys: Callable[[bytes], Secrets | None]) -> None:
+        self.facts = TlsFacts()
+        self._keys = keys
+        self._sides = {Direction.C2S: _Side(), Direction.S2C: _Side()}
+        self._random: bytes | None = None
+        self._suite: CipherSuite | None = None
+        self._secrets: Secrets | None = None
+        self._etm = False
+        self._tls13 = False
+
+    def receive(
+        self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
+    ) -> list[Event]:
+        side = self._sides[direction]
+        if side.stopped:
+            return []
+        try:
+            records = side.reader.feed(data)
+        except NotTls as error:
+            side.stopped = True
+            return [TlsAnomaly(direction, ts_ns, error.tcp_offset, TLS_NOT_TLS, str(error))]
+        events: list[Event] = []
+        for record in records:
+            self._record(direction, side, ts_ns, record, events)
+            if side.stopped:
+                break
+        return events
+
+    def receive_gap(
+        self, direction: Direction, ts_ns: int, tcp_offset: int, size: int
+    ) -> list[Event]:
+        """Bytes lost to the capture: the records' boundaries are lost with them, so nothing
+        more of this direction is decrypted."""
+        side = self._sides[direction]
+        if side.stopped:
+            return []
+        side.stopped = True
+        detail = f"{size} bytes missing: the rest of this direction is not decrypted"
+        return [TlsAnomaly(direction, ts_ns, tcp_offset, TLS_GAP, detail)]
+
+    def finish(self) -> TlsFacts:
+        facts = self.facts
+        if not facts.decrypted and facts.not_decrypted_reason is None:
+            facts.not_decrypted_reason = HANDSHAKE_NOT_SEEN if self._suite is None else NO_KEYS
+        if facts.decrypted:
+            facts.not_decrypted_reason = None
+        return facts
+
+    # ---- records ---------------------------------------------------------------------------
+
+    def _record(
+        self, direction: Direction, side: _Side, ts_ns: int, record: Record, events: list[Event]
+    ) -> None:
+        kind = record.content_type
+        if kind == CHANGE_CIPHER_SPEC:
+            if not self._tls13 and side.pending is not None:
+                side.cipher, side.pending = side.pending, None
+            return
+        if side.cipher is None:
+            if kind == HANDSHAKE:
+                self._handshake(direction, side, ts_ns, record, events)
+            elif kind == APPLICATION_DATA and self.facts.not_decrypted_reason is None:
+                self.facts.not_decrypted_reason = (
+                    HANDSHAKE_NOT_SEEN if self._suite is None else NO_KEYS
+                )
+            return
+        if self._tls13 and kind != APPLICATION_DATA:
+            return  # a plaintext alert, or the compatibility ChangeCipherSpec
+        opened = self._open(direction, side, ts_ns, record, events)
+        if opened is None:
+            return
+        inner, plain = opened
+        if inner == APPLICATION_DATA and plain:
+            events.append(Plaintext(direction, ts_ns, side.plain_offset, record.tcp_offset, plain))
+            side.plain_offset += len(plain)
+        elif inner == HANDSHAKE and self._tls13:
+            for message in side.framer.feed(plain):
+                if message.msg_type == FINISHED and not side.handshake_done:
+                    self._rekey13(side, side.secret)
+                    side.handshake_done = True
+                elif message.msg_type == ENCRYPTED_EXTENSIONS and message.body is not None:
+                    with contextlib.suppress(BadHandshake):
+                        self.facts.alpn = parse_encrypted_extensions(message.body)
+                elif message.msg_type == KEY_UPDATE and side.handshake_done and side.secret:
+                    assert self._suite is not None
+                    side.secret = next_secret13(self._suite, side.secret)
+                    self._rekey13(side, side.secret)
+        elif inner == ALERT:
+            return
+
+    def _open(
+        self, direction: Direction, side: _Side, ts_ns: int, record: Record, events: list[Event]
+    ) -> tuple[int, bytes] | None:
+        cipher = side.cipher
+        assert cipher is not None
+        first = cipher.seq
+        for seq in range(first, first + side.failed + 1):
+            cipher.seq = seq
+            try:
+                opened = cipher.decrypt(record)
+            except BadRecord:
+                continue
+            side.failed = 0
+            self.facts.decrypted = True
+            return opened
+        cipher.seq = first
+        side.failed += 1
+        events.append(
+            TlsAnomaly(
+                direction, ts_ns, record.tcp_offset, TLS_BAD_RECORD,
+                f"a {len(record.fragment)}-byte record does not authenticate",
+            )  # fmt: skip
+        )
+        if side.failed >= MAX_FAILED_RECORDS:
+            side.stopped = True
+            if not self.facts.decrypted:
+                self.facts.not_decrypted_reason = BAD_RECORD_MAC
+        return None
+
+    # ---- the handshake in the clear --------------------------------------------------------
+
+    def _handshake(
+        self, direction: Direction, side: _Side, ts_ns: int, record: Record, events: list[Event]
+    ) -> None:
+        for message in side.framer.feed(record.fragment):
+            if message.body is None:
+                continue
+            try:
+                if message.msg_type == CLIENT_HELLO and direction is Direction.C2S:
+                    hello = parse_client_hello(message.body)
+                    self._random = hello.random
+                    self.facts.server_name = hello.server_name
+                elif message.msg_type == SERVER_HELLO and direction is Direction.S2C:
+                    self._server_hello(message.body)
+            except BadHandshake as error:
+                detail = f"handshake message {message.msg_type}: {error}"
+                events.append(
+                    TlsAnomaly(direction, ts_ns, record.tcp_offset, TLS_BAD_HANDSHAKE, detail)
+                )
+
+    def _server_hello(self, body: bytes) -> None:
+        hello = parse_server_hello(body)
+        if hello.retry:
+            return  # a second ClientHello and the real ServerHello follow
+        facts = self.facts
+        facts.version = version_name(hello.version)
+        facts.cipher_suite = suite_name(hello.cipher_suite)
+        facts.alpn = hello.alpn
+        if self._random is None:
+            facts.not_decrypted_reason = HANDSHAKE_NOT_SEEN
+            return
+        suite = SUITES.get(hello.cipher_suite)
+        if suite is None or hello.version not in (TLS12, TLS13) or suite.tls13 != (
+            hello.version == TLS13
+        ):
+            facts.not_decrypted_reason = UNSUPPORTED_CIPHER
+            return
+        self._suite = suite
+        secrets = self._keys(self._random)
+        if secrets is None:
+            facts.not_decrypted_reason = NO_KEYS
+            return
+        self._secrets = secrets
+        self._etm = hello.encrypt_then_mac
+        if suite.tls13:
+            self._start13(suite, secrets)
+        else:
+            self._start12(suite, secrets, hello.random)
+
+    def _start12(self, suite: CipherSuite, secrets: Secrets, server_random: bytes) -> None:
+        if secrets.master_secret is None or self._random is None:
+            self.facts.not_decrypted_reason = NO_KEYS
+            return
+        client, server = key_block12(suite, secrets.master_secret, self._random, server_random)
+        for direction, (mac_key, key, iv) in ((Direction.C2S, client), (Direction.S2C, server)):
+            self._sides[direction].pending = RecordCipher(
+                suite, key, iv, mac_key, encrypt_then_mac=self._etm
+            )
+
+    def _start13(self, suite: CipherSuite, secrets: Secrets) -> None:
+        self._tls13 = True
+        keyed = (
+            (Direction.C2S, secrets.client_handshake, secrets.client_traffic),
+            (Direction.S2C, secrets.server_handshake, secrets.server_traffic),
+        )
+        if any(handshake is None or traffic is None for _, handshake, traffic in keyed):
+            self.facts.not_decrypted_reason = NO_KEYS
+            return
+        for direction, handshake, traffic in keyed:
+            side = self._sides[direction]
+            side.secret = traffic
+            self._rekey13(side, handshake)
+
+    def _rekey13(self, side: _Side, secret: bytes | None) -> None:
+        assert self._suite is not None and secret is not None
+        key, iv = traffic_keys13(self._suite, secret)
+        side.cipher = RecordCipher(self._suite, key, iv)
