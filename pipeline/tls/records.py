@@ -26,36 +26,36 @@ class Record:
 
     @property
     def header(self) -> bytes:
-        return bytes(
-            (self.content_type, self.version >> 8, self.version & 0xFF)
-        ) + len(self.fragment).to_bytes(2, "big")
+        return bytes((self.content_type, self.version >> 8, self.version & 0xFF)) + len(
+            self.fragment
+        ).to_bytes(2, "big")
 
 
-class NotTls(ValueError):
+@dataclass(frozen=True, slots=True)
+class NotTls:
     """The bytes at `tcp_offset` cannot start a TLS record: the stream is not (or no longer) TLS."""
 
-    def __init__(self, tcp_offset: int, reason: str) -> None:
-        super().__init__(reason)
-        self.tcp_offset = tcp_offset
+    tcp_offset: int
+    reason: str
 
 
 class RecordReader:
     """One direction's records. `feed` takes bytes in stream order and returns the records they
-    complete; it raises `NotTls` at a header no TLS peer sends, after which the reader is done."""
+    complete; at a header no TLS peer sends it stops for good and says where (`failure`)."""
 
-    __slots__ = ("_buffer", "_offset", "done")
+    __slots__ = ("_buffer", "_offset", "failure")
 
     def __init__(self, tcp_offset: int = 0) -> None:
         self._buffer = bytearray()
         self._offset = tcp_offset  # TCP offset of _buffer[0]
-        self.done = False
+        self.failure: NotTls | None = None
 
     @property
     def held(self) -> int:
         return len(self._buffer)
 
     def feed(self, data: bytes) -> list[Record]:
-        if self.done:
+        if self.failure is not None:
             return []
         buffer = self._buffer
         buffer += data
@@ -66,11 +66,13 @@ class RecordReader:
             version = (buffer[start + 1] << 8) | buffer[start + 2]
             length = (buffer[start + 3] << 8) | buffer[start + 4]
             if content_type not in CONTENT_TYPES or buffer[start + 1] != 3:
-                self._stop(start)
-                raise NotTls(self._offset, f"content type {content_type}, version 0x{version:04x}")
+                return self._stop(
+                    start, records, f"content type {content_type}, version 0x{version:04x}"
+                )
             if length > MAX_FRAGMENT:
-                self._stop(start)
-                raise NotTls(self._offset, f"record of {length} bytes (at most {MAX_FRAGMENT})")
+                return self._stop(
+                    start, records, f"record of {length} bytes (at most {MAX_FRAGMENT})"
+                )
             end = start + HEADER_LENGTH + length
             if end > len(buffer):
                 break
@@ -81,7 +83,7 @@ class RecordReader:
         self._offset += start
         return records
 
-    def _stop(self, start: int) -> None:
-        self._offset += start
+    def _stop(self, start: int, records: list[Record], reason: str) -> list[Record]:
+        self.failure = NotTls(self._offset + start, reason)
         self._buffer = bytearray()
-        self.done = True
+        return records

@@ -41,7 +41,6 @@ from pipeline.tls.records import (
     APPLICATION_DATA,
     CHANGE_CIPHER_SPEC,
     HANDSHAKE,
-    NotTls,
     Record,
     RecordReader,
 )
@@ -137,16 +136,17 @@ class TlsSession:
         side = self._sides[direction]
         if side.stopped:
             return []
-        try:
-            records = side.reader.feed(data)
-        except NotTls as error:
-            side.stopped = True
-            return [TlsAnomaly(direction, ts_ns, error.tcp_offset, TLS_NOT_TLS, str(error))]
         events: list[Event] = []
-        for record in records:
+        for record in side.reader.feed(data):
             self._record(direction, side, ts_ns, record, events)
             if side.stopped:
-                break
+                return events
+        failure = side.reader.failure
+        if failure is not None:
+            side.stopped = True
+            events.append(
+                TlsAnomaly(direction, ts_ns, failure.tcp_offset, TLS_NOT_TLS, failure.reason)
+            )
         return events
 
     def receive_gap(
@@ -230,7 +230,10 @@ class TlsSession:
         side.failed += 1
         events.append(
             TlsAnomaly(
-                direction, ts_ns, record.tcp_offset, TLS_BAD_RECORD,
+                direction,
+                ts_ns,
+                record.tcp_offset,
+                TLS_BAD_RECORD,
                 f"a {len(record.fragment)}-byte record does not authenticate",
             )  # fmt: skip
         )
@@ -273,8 +276,10 @@ class TlsSession:
             facts.not_decrypted_reason = HANDSHAKE_NOT_SEEN
             return
         suite = SUITES.get(hello.cipher_suite)
-        if suite is None or hello.version not in (TLS12, TLS13) or suite.tls13 != (
-            hello.version == TLS13
+        if (
+            suite is None
+            or hello.version not in (TLS12, TLS13)
+            or suite.tls13 != (hello.version == TLS13)
         ):
             facts.not_decrypted_reason = UNSUPPORTED_CIPHER
             return
