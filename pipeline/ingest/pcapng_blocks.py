@@ -16,6 +16,7 @@ OPB = 2  # obsolete packet block
 SPB = 3
 ISB = 5  # interface statistics block
 EPB = 6
+DSB = 0x0000000A  # decryption secrets block
 CUSTOM_BLOCK_TYPES = (0x00000BAD, 0x40000BAD)
 # stomp-capture's record of bytes it forwarded but could not capture (capture/pcapng.py)
 STOMP_CAPTURE_PEN = 32473
