@@ -24,6 +24,7 @@ from capture.config import (
     ProxyConfig,
     UpstreamTls,
     parse_capture_mode,
+    parse_disk_full_wait,
     parse_flush_seconds,
     parse_host_port,
     parse_mode,
@@ -41,6 +42,7 @@ log = logging.getLogger("stomp-capture")
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
+EXIT_LOSS_UNRECORDED = 3
 SWITCH_INTERVAL_S = 0.001
 
 DESCRIPTION = """\
@@ -56,6 +58,12 @@ the chunk from the capture instead (never from the traffic): its bytes are skipp
 sequence numbers, a capture-loss block in the file says which connection and direction lost
 how many bytes, and the loss is counted.
 
+When capture writes fail (a full disk), lossless mode holds traffic for up to
+--disk-full-wait seconds while it retries; if the disk has not recovered by then, forwarding
+goes on and capture data is dropped (drop mode drops at once). Bytes lost at the disk are
+recorded in capture-loss blocks as soon as the disk takes writes again, or at exit; what
+cannot be written even then is logged with its bytes and time range, and the exit code is 3.
+
 Files being written end in .pcapng.partial. On start, .partial files left in the output
 directory by a proxy that was killed are cut back to their last whole block and renamed (each
 one logged). Written data is synced to disk every --flush-seconds.
@@ -70,7 +78,9 @@ examples:
 
 SIGTERM or SIGINT stops accepting, marks connections still open in the capture, closes the
 capture files and exits (after --drain seconds of waiting for connections to finish; a
-second signal ends the wait). Exit codes: 0 done, 1 runtime failure, 2 bad configuration.
+second signal ends the wait). Exit codes: 0 done, 1 runtime failure, 2 bad configuration,
+3 done but capture loss could not be recorded in any capture file (told in the log and in the
+summary line's bytes_loss_unrecorded).
 """
 
 
@@ -106,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--flush-seconds", type=parse_flush_seconds, metavar="SECONDS",
         help="capture data reaches the file and is synced at most this long after it is"
         " read (default 1); what a crash of the machine can lose")
+    add("--disk-full-wait", type=parse_disk_full_wait, metavar="SECONDS",
+        help="lossless mode: when capture writes fail (disk full), hold traffic this long"
+        " while retrying, then forward on and drop capture data, recording the loss"
+        " (default 5; 0 drops at once)")
     add("--file-mode", type=parse_mode, metavar="OCTAL",
         help="permissions of capture files, owner and group only (default 0640)")
     add("--prefix", metavar="NAME", help="capture file name prefix (default stomp)")
@@ -198,6 +212,7 @@ def config_from_args(args: argparse.Namespace) -> ProxyConfig:
         "connect_timeout": args.connect_timeout,
         "lossless": args.lossless,
         "flush_seconds": args.flush_seconds,
+        "disk_full_wait": args.disk_full_wait,
     }
     settings.update({key: value for key, value in overrides.items() if value is not None})
     if args.no_upstream_check:
@@ -269,6 +284,7 @@ async def run(config: ProxyConfig) -> int:
             file_mode=config.file_mode,
             lossless=config.lossless,
             flush_seconds=config.flush_seconds,
+            disk_full_wait=config.disk_full_wait,
         )
         writer.start()
     masker = passcode_masker_factory() if config.mask_passcode else None
@@ -295,8 +311,10 @@ async def run(config: ProxyConfig) -> int:
     log.info("open files limit %d (about %d connections)", open_files, open_files // 2)
     if writer is not None:
         log.info(
-            "capture mode %s, buffer %d bytes, flushed every %g s",
+            "capture mode %s, buffer %d bytes, flushed every %g s%s",
             "lossless" if config.lossless else "drop", config.buffer_bytes, config.flush_seconds,
+            f", a failing disk holds traffic up to {config.disk_full_wait:g} s"
+            if config.lossless else "",
         )
 
     def snapshot() -> StatsSnapshot:
@@ -309,10 +327,17 @@ async def run(config: ProxyConfig) -> int:
     await proxy.stop(config.drain_seconds, hurry)
     if writer is not None:
         await loop.run_in_executor(None, writer.close)
-    log.info("%s", snapshot().line("summary"))
+    summary = snapshot()
+    log.info("%s", summary.line("summary"))
     if writer is not None:
         for path in writer.files:
             log.info("wrote %s", path)
+    if summary.bytes_loss_unrecorded:
+        log.error(
+            "%d bytes of capture loss are recorded in no capture file (see above)",
+            summary.bytes_loss_unrecorded,
+        )
+        return EXIT_LOSS_UNRECORDED
     return 0
 
 

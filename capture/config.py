@@ -8,6 +8,7 @@ Built from the command line or from a TOML file (several listeners), e.g.::
     mask_passcode = true
     capture_mode = "lossless"     # or "drop": never slow traffic, lose capture when behind
     flush_seconds = 1.0
+    disk_full_wait = 5.0          # lossless: most a failing disk holds traffic, then drop
 
     [[listener]]
     listen = "0.0.0.0:61613"
@@ -122,10 +123,12 @@ class ProxyConfig:
     check_upstream: bool = True
     lossless: bool = True  # when the capture writer is behind, slow traffic rather than drop
     flush_seconds: float = 1.0  # most time queued capture waits for the disk and fdatasync
+    disk_full_wait: float = 5.0  # lossless: most a failing disk holds traffic before dropping
 
 
 CAPTURE_MODES = {"lossless": True, "drop": False}
 MAX_FLUSH_SECONDS = 3600.0
+MAX_DISK_FULL_WAIT = 3600.0
 
 
 def parse_capture_mode(text: str) -> bool:
@@ -145,6 +148,17 @@ def parse_flush_seconds(value: str | float) -> float:
     return seconds
 
 
+def parse_disk_full_wait(value: str | float) -> float:
+    """Seconds lossless mode holds traffic for a failing disk; 0 drops at once."""
+    try:
+        seconds = float(value)
+    except ValueError as exc:
+        raise ConfigError(f"bad disk-full wait {value!r}: expected seconds") from exc
+    if not 0 <= seconds <= MAX_DISK_FULL_WAIT:
+        raise ConfigError(f"disk-full wait {seconds} s out of range [0, {MAX_DISK_FULL_WAIT:g}]")
+    return seconds
+
+
 LISTENER_KEYS = {"listen", "upstream", "client_tls", "upstream_tls"}
 TOP_KEYS = {
     "listener",
@@ -161,6 +175,7 @@ TOP_KEYS = {
     "check_upstream",
     "capture_mode",
     "flush_seconds",
+    "disk_full_wait",
 }
 
 
@@ -251,6 +266,8 @@ def settings_from_toml(path: Path) -> dict[str, Any]:
         settings["lossless"] = parse_capture_mode(str(data["capture_mode"]))
     if "flush_seconds" in data:
         settings["flush_seconds"] = parse_flush_seconds(data["flush_seconds"])
+    if "disk_full_wait" in data:
+        settings["disk_full_wait"] = parse_disk_full_wait(data["disk_full_wait"])
     renamed = {"drain": "drain_seconds"}
     for key in ("rotate_seconds", "prefix", "mask_passcode", "stats_interval", "drain",
                 "connect_timeout", "check_upstream"):

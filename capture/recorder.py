@@ -22,12 +22,13 @@ from capture.tcp_synth import (
     TcpConversation,
     common_family,
 )
-from capture.writer import CaptureRecord
+from capture.writer import CaptureRecord, LossTally
 from pipeline.net import Direction
 
 # per-segment framing a data record adds to its payload: EPB 32 + Ethernet 14 + IPv6 40 +
 # TCP 20 + padding 3
 SEGMENT_OVERHEAD = 112
+BUFFER_FULL = "buffer_full"
 STILL_OPEN_COMMENT = "stomp-capture: connection still open when the capture ended"
 _PROCESS_ISNS = IsnGenerator()
 
@@ -40,9 +41,13 @@ def endpoint_text(endpoint: Endpoint) -> str:
     return f"[{ip}]:{endpoint.port}" if ":" in ip else f"{ip}:{endpoint.port}"
 
 
-def loss_record(detail: str) -> CaptureRecord:
+def loss_record(
+    detail: str, flow: str = "", loss: LossTally | None = None, reason: str = ""
+) -> CaptureRecord:
+    """A capture-loss block; ``loss`` is what it records, kept by the sink if the block
+    cannot be written."""
     block = capture_loss_block(detail)
-    return CaptureRecord((block,), len(block))
+    return CaptureRecord((block,), len(block), flow=flow, loss=loss, loss_reason=reason)
 
 
 @dataclass(slots=True)
@@ -52,6 +57,8 @@ class PendingLoss:
     first_ts_ns: int
     seq: int
     size: int = 0
+    chunks: int = 0
+    last_ts_ns: int = 0
 
 
 class CaptureSink(Protocol):
@@ -76,7 +83,7 @@ class ChunkFilter(Protocol):
 
 def _record(packet: SynthPacket, comment: str = "", flow: str = "") -> CaptureRecord:
     parts = enhanced_packet_block_parts(packet.ts_ns, packet.parts, comment=comment)
-    return CaptureRecord(parts, block_length(parts), len(packet.payload), flow)
+    return CaptureRecord(parts, block_length(parts), len(packet.payload), flow, packet.ts_ns)
 
 
 class ConnectionRecorder:
@@ -156,16 +163,20 @@ class ConnectionRecorder:
         if loss is None:
             loss = self._losses[direction] = PendingLoss(ts_ns, seq)
         loss.size += size
+        loss.chunks += 1
+        loss.last_ts_ns = ts_ns
 
     def _record_loss(self, direction: Direction) -> None:
         """Write the capture-loss block for a gap that just ended (data resumed or the
         direction ended), placed in the file where the gap is."""
         loss = self._losses.pop(direction)
+        flow = self._flows[direction]
         detail = (
-            f"{self._flows[direction]} seq={loss.seq}"
-            f" bytes={loss.size} ts_ns={loss.first_ts_ns} reason=buffer_full"
+            f"{flow} seq={loss.seq} bytes={loss.size} ts_ns={loss.first_ts_ns}"
+            f" last_ts_ns={loss.last_ts_ns} reason={BUFFER_FULL}"
         )
-        self._sink.offer([loss_record(detail)], essential=True)
+        tally = LossTally(loss.size, loss.chunks, loss.first_ts_ns, loss.last_ts_ns)
+        self._sink.offer([loss_record(detail, flow, tally, BUFFER_FULL)], essential=True)
 
     def _flush(self, direction: Direction) -> None:
         flt = self._filters.pop(direction, None)

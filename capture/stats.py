@@ -21,6 +21,10 @@ class StatsSnapshot:
     write_errors: int
     connections_left_open: int
     backlog_waits: int = 0
+    bytes_loss_recorded: int = 0  # dropped bytes covered by capture-loss blocks in the files
+    bytes_loss_unrecorded: int = 0  # dropped bytes not (yet) in any capture-loss block
+    disk_full_waits: int = 0
+    disk_full_timeouts: int = 0
 
     @classmethod
     def take(cls, proxy: ProxyCounters, writer: WriterCounters | None) -> StatsSnapshot:
@@ -37,6 +41,10 @@ class StatsSnapshot:
             write_errors=writer.write_errors,
             connections_left_open=proxy.connections_left_open,
             backlog_waits=writer.backlog_waits,
+            bytes_loss_recorded=writer.bytes_loss_recorded,
+            bytes_loss_unrecorded=writer.bytes_dropped - writer.bytes_loss_recorded,
+            disk_full_waits=writer.disk_full_waits,
+            disk_full_timeouts=writer.disk_full_timeouts,
         )
 
     def line(self, label: str = "stats") -> str:
@@ -52,6 +60,10 @@ class StatsSnapshot:
             f" write_errors={self.write_errors}"
             f" connections_left_open={self.connections_left_open}"
             f" backlog_waits={self.backlog_waits}"
+            f" bytes_loss_recorded={self.bytes_loss_recorded}"
+            f" bytes_loss_unrecorded={self.bytes_loss_unrecorded}"
+            f" disk_full_waits={self.disk_full_waits}"
+            f" disk_full_timeouts={self.disk_full_timeouts}"
         )
 
 

@@ -7,8 +7,17 @@ the disk. Two modes for a full buffer:
   the queue is down to half the buffer, to read again. Traffic slows to the disk's pace.
 - drop: data records are refused (and counted) instead of waiting; forwarding never slows.
 Control records (handshake, FIN, RST, markers) are tiny and always admitted so a capture
-keeps its connection structure even when payload is lost. Payload lost at the disk (write
-errors) is recorded in the file, as a capture-loss block, once writes succeed again.
+keeps its connection structure even when payload is lost.
+
+A failing disk (full, or any write error): in lossless mode the writer keeps the records that
+did not fit and retries them for up to ``disk_full_wait`` seconds while ``backlogged`` holds
+the proxy's reading (traffic pauses, nothing is lost if space returns in time); past that, or
+at once in drop mode, payload is dropped and only control records are still tried, until a
+write succeeds again. One wait per episode (from the first failed write to the next one that
+succeeds), logged and counted. Payload lost at the disk is tallied per connection, direction
+and reason, with the time range of the lost bytes, and written as capture-loss blocks as
+soon as the disk takes them again (retried while idle, and at close); whatever is still
+unwritten at close is logged with its bytes and time range (``unrecorded_losses``).
 
 Files are written as ``<name>.partial`` and renamed when complete, with mode 0640 by default.
 Queued records reach the file within ``flush_seconds`` (unless the disk is behind), and an
@@ -35,6 +44,13 @@ from capture import pcapng
 log = logging.getLogger(__name__)
 
 IOV_MAX = 1024
+DEFAULT_DISK_FULL_WAIT = 5.0
+# how often a failing disk is retried (held records in lossless mode, loss blocks when idle)
+DISK_RETRY_SECONDS = 0.1
+# after a wait for the disk ran out, a disk failing again this soon is not waited for: a
+# nearly full disk that takes small writes but not large ones would else pause traffic again
+# and again
+DISK_REWAIT_SECONDS = 60.0
 MAX_BATCH_BYTES = 8 << 20
 # the writer thread is woken when this much is queued, and else looks every WAKE_SECONDS
 WAKE_BYTES = 1 << 20
@@ -44,18 +60,41 @@ PARTIAL_SUFFIX = ".partial"
 
 
 @dataclass(slots=True)
+class LossTally:
+    """Capture bytes lost, in how many records, and when they were read."""
+
+    size: int = 0
+    records: int = 0
+    first_ts_ns: int = 0
+    last_ts_ns: int = 0
+
+    def add(self, size: int, records: int, first_ts_ns: int, last_ts_ns: int) -> None:
+        if not self.records or first_ts_ns < self.first_ts_ns:
+            self.first_ts_ns = first_ts_ns
+        self.last_ts_ns = max(self.last_ts_ns, last_ts_ns)
+        self.size += size
+        self.records += records
+
+
+@dataclass(slots=True)
 class CaptureRecord:
-    """One encoded pcapng block as parts; ``payload`` is the TCP payload it carries and
-    ``flow`` names its connection and direction (for recording its loss)."""
+    """One encoded pcapng block as parts; ``payload`` is the TCP payload it carries, ``flow``
+    names its connection and direction and ``ts_ns`` is when it was read (for recording its
+    loss). A capture-loss block carries the loss it records in ``loss``, for ``loss_reason``."""
 
     parts: tuple[bytes | memoryview, ...]
     size: int
     payload: int = 0
     flow: str = ""
+    ts_ns: int = 0
+    loss: LossTally | None = None
+    loss_reason: str = ""
 
     @classmethod
-    def of(cls, parts: tuple[bytes | memoryview, ...], payload: int = 0) -> CaptureRecord:
-        return cls(parts, sum(len(part) for part in parts), payload)
+    def of(
+        cls, parts: tuple[bytes | memoryview, ...], payload: int = 0, ts_ns: int = 0
+    ) -> CaptureRecord:
+        return cls(parts, sum(len(part) for part in parts), payload, ts_ns=ts_ns)
 
 
 @dataclass(slots=True)
@@ -75,6 +114,28 @@ class WriterCounters:
     write_errors: int = 0
     backlog_waits: int = 0  # lossless mode: times forwarding was held for the disk
     loss_records: int = 0  # capture-loss blocks written by the writer itself
+    bytes_loss_recorded: int = 0  # dropped payload covered by capture-loss blocks in files
+    disk_full_waits: int = 0  # lossless mode: times forwarding was held for a failing disk
+    disk_full_timeouts: int = 0  # ... and the disk did not recover within disk_full_wait
+
+
+LossKey = tuple[str, str]  # flow, reason
+
+
+def loss_detail(flow: str, reason: str, tally: LossTally) -> str:
+    return (
+        f"{flow} bytes={tally.size} records={tally.records} ts_ns={tally.first_ts_ns}"
+        f" last_ts_ns={tally.last_ts_ns} reason={reason}"
+    )
+
+
+MAX_LOSS_LINES = 20
+
+
+def format_ts(ts_ns: int) -> str:
+    """``2026-11-29T04:03:09.123456789Z``"""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts_ns // 1_000_000_000))
+    return f"{stamp}.{ts_ns % 1_000_000_000:09d}Z"
 
 
 def capture_file_name(prefix: str, ts_ns: int, seq: int) -> str:
@@ -118,6 +179,7 @@ class CaptureWriter:
     file_mode: int = 0o640
     lossless: bool = False
     flush_seconds: float = DEFAULT_FLUSH_SECONDS
+    disk_full_wait: float = DEFAULT_DISK_FULL_WAIT  # lossless: most a failing disk holds traffic
     on_drained: Callable[[], None] | None = None
     counters: WriterCounters = field(default_factory=WriterCounters)
     files: list[Path] = field(default_factory=list)
@@ -128,9 +190,13 @@ class CaptureWriter:
     _thread: threading.Thread | None = None
     _file: _OpenFile | None = None
     _file_seq: int = 0
-    _failing: bool = False
+    _failing: bool = False  # a write failed and none has succeeded since (an episode)
+    _waited: bool = False  # this episode's wait for the disk is over
+    _wait_expired_monotonic: float | None = None  # when the last wait ran out
+    _disk_wait: bool = False  # holding forwarding while a failing disk is retried
     _holding: bool = False
-    _unrecorded_loss: dict[str, list[int]] = field(default_factory=dict)  # flow: bytes, records
+    _unrecorded_loss: dict[LossKey, LossTally] = field(default_factory=dict)
+    _loss_tried_monotonic: float = 0.0
     _synced_monotonic: float = 0.0
     _unsynced: bool = False
     _syncing: threading.Lock = field(default_factory=threading.Lock)
@@ -148,9 +214,9 @@ class CaptureWriter:
         return not self._closing and self._queued_bytes + size <= self.buffer_bytes
 
     def backlogged(self) -> bool:
-        """Lossless mode: the queue is past the buffer size, so the proxy should stop reading
-        until ``on_drained`` is called."""
-        if self.lossless and self._queued_bytes > self.buffer_bytes:
+        """Lossless mode: the queue is past the buffer size, or a failing disk is being waited
+        for, so the proxy should stop reading until ``on_drained`` is called."""
+        if self.lossless and (self._queued_bytes > self.buffer_bytes or self._disk_wait):
             if not self._holding:
                 self._holding = True
                 self.counters.backlog_waits += 1
@@ -178,12 +244,45 @@ class CaptureWriter:
             self.counters.bytes_dropped += payload
 
     def close(self, timeout: float | None = None) -> None:
-        """Write what is queued, finish the open file, stop the thread."""
+        """Write what is queued and the loss not yet recorded, finish the open file, stop the
+        thread; log the loss that could not be recorded in any file."""
         with self._cond:
             self._closing = True
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout)
+        self._log_unrecorded_loss()
+
+    def unrecorded_losses(self) -> list[tuple[str, str, LossTally]]:
+        """Capture loss not (yet) written as capture-loss blocks: flow, reason, tally."""
+        with self._cond:
+            return [
+                (flow, reason, LossTally(t.size, t.records, t.first_ts_ns, t.last_ts_ns))
+                for (flow, reason), t in self._unrecorded_loss.items()
+            ]
+
+    def _log_unrecorded_loss(self) -> None:
+        losses = self.unrecorded_losses()
+        if not losses:
+            return
+        total = LossTally()
+        for _, _, tally in losses:
+            total.add(tally.size, tally.records, tally.first_ts_ns, tally.last_ts_ns)
+        log.error(
+            "capture loss recorded in no file (%s unwritable): %d bytes in %d records read"
+            " between %s and %s",
+            self.out_dir, total.size, total.records,
+            format_ts(total.first_ts_ns), format_ts(total.last_ts_ns),
+        )
+        shown = sorted(losses, key=lambda loss: -loss[2].size)[:MAX_LOSS_LINES]
+        for flow, reason, tally in shown:
+            log.error(
+                "capture loss recorded in no file: %s reason=%s bytes=%d records=%d from %s"
+                " to %s", flow, reason, tally.size, tally.records,
+                format_ts(tally.first_ts_ns), format_ts(tally.last_ts_ns),
+            )
+        if len(losses) > len(shown):
+            log.error("capture loss recorded in no file: %d more flows", len(losses) - len(shown))
 
     # --- writer thread -------------------------------------------------------------------
 
@@ -191,20 +290,31 @@ class CaptureWriter:
         self, records: list[CaptureRecord] | deque[CaptureRecord], in_file: bool = True
     ) -> None:
         """(with the lock held) ``in_file``: record the loss in the capture when writes
-        succeed again (records refused by ``offer`` are recorded by their recorder)."""
+        succeed again (payload refused by ``offer`` is recorded by its recorder). The loss a
+        capture-loss block carries is kept to be written again, whatever ``in_file``."""
         self.counters.records_dropped += len(records)
         self.counters.bytes_dropped += sum(record.payload for record in records)
-        if not in_file:
-            return
+        now = time.time_ns()
         for record in records:
-            if record.payload:
-                lost = self._unrecorded_loss.setdefault(record.flow or "flow=unknown", [0, 0])
-                lost[0] += record.payload
-                lost[1] += 1
+            flow = record.flow or "flow=unknown"
+            if record.loss is not None:
+                tally = record.loss
+                key = (flow, record.loss_reason or "unknown")
+                self._tally(key, tally.size, tally.records, tally.first_ts_ns, tally.last_ts_ns)
+            elif in_file and record.payload:
+                ts_ns = record.ts_ns or now
+                self._tally((flow, "write_failed"), record.payload, 1, ts_ns, ts_ns)
+
+    def _tally(self, key: LossKey, size: int, records: int, first: int, last: int) -> None:
+        tally = self._unrecorded_loss.get(key)
+        if tally is None:
+            tally = self._unrecorded_loss[key] = LossTally()
+        tally.add(size, records, first, last)
 
     def _release_if_drained(self) -> None:
         """(with the lock held) Let the proxy read again once half the buffer is free."""
-        if self._holding and self._queued_bytes <= self.buffer_bytes // 2:
+        drained = self._queued_bytes <= self.buffer_bytes // 2
+        if self._holding and drained and not self._disk_wait:
             self._holding = False
             if self.on_drained is not None:
                 try:
@@ -222,6 +332,8 @@ class CaptureWriter:
             try:
                 if batch:
                     self._write(batch)
+                elif self._loss_retry_due():
+                    self._write_loss_records()
                 if self._rotation_due():
                     self._finish_file()
                 self._sync_if_due()
@@ -231,6 +343,7 @@ class CaptureWriter:
                     self._count_dropped(batch)
             if done:
                 break
+        self._write_loss_records()
         self._finish_file()
 
     def _wait_for_work(self) -> None:
@@ -247,7 +360,7 @@ class CaptureWriter:
                 return
             self._cond.wait(tick if timeout is None else min(timeout, tick))
             self._release_if_drained()
-            if self._queue or self._sync_due():
+            if self._queue or self._sync_due() or self._loss_retry_due():
                 return
 
     def _take_batch(self) -> list[CaptureRecord]:
@@ -260,6 +373,11 @@ class CaptureWriter:
             size += record.size
         self._queued_bytes -= size
         return batch
+
+    def _loss_retry_due(self) -> bool:
+        return bool(self._unrecorded_loss) and (
+            time.monotonic() - self._loss_tried_monotonic >= DISK_RETRY_SECONDS
+        )
 
     def _sync_due(self) -> bool:
         return self._unsynced and (
@@ -333,36 +451,91 @@ class CaptureWriter:
             self._writev_all(chunk)
         except OSError as exc:
             self._note_failure(exc)
-            self._salvage(chunk)
-            return
+            if not self._wait_for_disk(chunk):
+                self._salvage(chunk)
+                return
         self._count_written(chunk)
+        self._note_success()
+
+    def _wait_for_disk(self, chunk: list[CaptureRecord]) -> bool:
+        """Lossless mode, once an episode: hold forwarding (``backlogged``) and retry
+        ``chunk`` until it is written (True) or ``disk_full_wait`` has passed or the writer
+        is closing (False: it is to be dropped)."""
+        if not self.lossless or self._waited or self.disk_full_wait <= 0:
+            return False
+        expired = self._wait_expired_monotonic
+        if expired is not None and time.monotonic() - expired < DISK_REWAIT_SECONDS:
+            return False
+        self._waited = True
+        with self._cond:
+            self._disk_wait = True
+            self.counters.disk_full_waits += 1
+        log.warning(
+            "capture disk failing in %s: forwarding held for up to %g s while it is retried",
+            self.out_dir, self.disk_full_wait,
+        )
+        deadline = time.monotonic() + self.disk_full_wait
+        try:
+            while True:
+                with self._cond:
+                    if self._closing:
+                        return False
+                    self._cond.wait(min(DISK_RETRY_SECONDS, max(0.0, deadline - time.monotonic())))
+                    if self._closing:
+                        return False
+                if self._rotation_due():
+                    self._finish_file()
+                self._write_loss_records()
+                try:
+                    self._writev_all(chunk)
+                except OSError:
+                    if time.monotonic() >= deadline:
+                        break
+                    continue
+                return True
+        finally:
+            with self._cond:
+                self._disk_wait = False
+                self._release_if_drained()
+        self._wait_expired_monotonic = time.monotonic()
+        with self._cond:
+            self.counters.disk_full_timeouts += 1
+        log.error(
+            "capture disk in %s still failing after %g s: forwarding goes on, capture data is"
+            " dropped and the loss recorded", self.out_dir, self.disk_full_wait,
+        )
+        return False
+
+    def _note_success(self) -> None:
         if self._failing:
             self._failing = False
+            self._waited = False
             log.warning("capture writes succeed again in %s", self.out_dir)
 
     def _write_loss_records(self) -> None:
         """Capture-loss blocks for payload this writer dropped since it last wrote them, ahead
         of the records that follow the loss; kept for later if they cannot be written."""
         with self._cond:
+            self._loss_tried_monotonic = time.monotonic()
             if not self._unrecorded_loss:
                 return
             lost, self._unrecorded_loss = self._unrecorded_loss, {}
         records = []
-        for flow, (size, count) in lost.items():
-            block = pcapng.capture_loss_block(f"{flow} bytes={size} records={count}"
-                                              " reason=write_failed")
-            records.append(CaptureRecord((block,), len(block)))
+        for (flow, reason), tally in lost.items():
+            block = pcapng.capture_loss_block(loss_detail(flow, reason, tally))
+            records.append(CaptureRecord((block,), len(block), flow=flow, loss=tally,
+                                         loss_reason=reason))
         try:
             self._writev_all(records)
         except OSError:
             with self._cond:
-                for flow, (size, count) in lost.items():
-                    pending = self._unrecorded_loss.setdefault(flow, [0, 0])
-                    pending[0] += size
-                    pending[1] += count
+                for (flow, reason), tally in lost.items():
+                    self._tally((flow, reason), tally.size, tally.records, tally.first_ts_ns,
+                                tally.last_ts_ns)
             return
         with self._cond:
             self.counters.loss_records += len(records)
+            self.counters.bytes_loss_recorded += sum(tally.size for tally in lost.values())
 
     def _salvage(self, chunk: list[CaptureRecord]) -> None:
         """After a failed write keep what still fits, record by record; once one fails, only
@@ -385,6 +558,9 @@ class CaptureWriter:
         with self._cond:
             self.counters.records_written += len(chunk)
             self.counters.bytes_captured += sum(record.payload for record in chunk)
+            self.counters.bytes_loss_recorded += sum(
+                record.loss.size for record in chunk if record.loss is not None
+            )
 
     def _count_dropped_locked(self, chunk: list[CaptureRecord]) -> None:
         with self._cond:

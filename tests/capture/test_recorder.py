@@ -146,7 +146,7 @@ def test_bytes_the_sink_had_no_room_for_are_recorded_where_they_went_missing(
     assert loss.kind == "capture_loss"
     assert loss.detail == (
         "client=127.0.0.1:45000 server=127.0.0.2:61613 direction=client_to_server"
-        " seq=2001 bytes=4200 ts_ns=13 reason=buffer_full"
+        " seq=2001 bytes=4200 ts_ns=13 last_ts_ns=14 reason=buffer_full"
     )
     packets = [item for item in items if isinstance(item, TcpPacket)]
     before = [p for p in packets if p.record_offset < loss.offset]

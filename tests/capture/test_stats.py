@@ -10,7 +10,8 @@ def test_stats_line_round_trips() -> None:
                           bytes_server_to_client=20, upstream_failures=1,
                           connections_left_open=6)
     writer = WriterCounters(bytes_captured=25, bytes_dropped=5, files_written=3, write_errors=4,
-                            backlog_waits=7)
+                            backlog_waits=7, bytes_loss_recorded=2, disk_full_waits=1,
+                            disk_full_timeouts=1)
     line = StatsSnapshot.take(proxy, writer).line("summary")
     assert line.startswith("summary ")
     assert parse_stats_line(line) == {
@@ -25,6 +26,10 @@ def test_stats_line_round_trips() -> None:
         "write_errors": 4,
         "connections_left_open": 6,
         "backlog_waits": 7,
+        "bytes_loss_recorded": 2,
+        "bytes_loss_unrecorded": 3,
+        "disk_full_waits": 1,
+        "disk_full_timeouts": 1,
     }
 
 

@@ -33,7 +33,7 @@ def _records(count: int, size: int, start_ts: int = 1_000) -> list[CaptureRecord
     for i in range(count):
         for packet in conv.data(Direction.C2S, start_ts + i, bytes([i % 256]) * size):
             parts = enhanced_packet_block_parts(packet.ts_ns, packet.parts)
-            out.append(CaptureRecord.of(parts, len(packet.payload)))
+            out.append(CaptureRecord.of(parts, len(packet.payload), packet.ts_ns))
     return out
 
 
@@ -181,8 +181,10 @@ def test_a_full_disk_drops_capture_data_and_keeps_files_valid(tmp_path: Path) ->
     losses: list[CaptureAnomaly] = []
     assert _read(second, losses) == [(9000, b"\0" * 1000)]
     [loss] = losses
-    assert loss.detail == f"flow=unknown bytes={dropped} records={dropped // 1000}" \
-        " reason=write_failed"
+    assert loss.detail == (
+        f"flow=unknown bytes={dropped} records={dropped // 1000}"
+        f" ts_ns={1000 + 100 - dropped // 1000} last_ts_ns=1099 reason=write_failed"
+    )
 
 
 def test_lossless_mode_admits_everything_and_says_when_to_wait(tmp_path: Path) -> None:
