@@ -26,7 +26,9 @@ class BadRecord(ValueError):
 class RecordCipher:
     """Decrypts one direction's records in order, counting their sequence numbers."""
 
-    __slots__ = ("suite", "tls13", "_aead", "_key", "_iv", "_mac_key", "_etm", "seq")
+    __slots__ = (
+        "suite", "tls13", "_aead", "_key", "_iv", "_iv_number", "_mac_key", "_etm", "_blocks", "seq"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -41,9 +43,14 @@ class RecordCipher:
         self.tls13 = suite.tls13
         self._key = key
         self._iv = iv
+        self._iv_number = int.from_bytes(iv, "big")
         self._mac_key = mac_key
         self._etm = encrypt_then_mac
         self._aead: AESGCM | ChaCha20Poly1305 | None = None
+        # CBC by hand over one ECB decryptor: a Cipher object a record costs more than the record
+        self._blocks = (
+            Cipher(algorithms.AES(key), modes.ECB()).decryptor() if suite.cipher == CBC else None
+        )
         if suite.cipher == GCM:
             self._aead = AESGCM(key)
         elif suite.cipher == CHACHA:
@@ -63,8 +70,7 @@ class RecordCipher:
         return out
 
     def _xor_nonce(self) -> bytes:
-        padded = bytes(len(self._iv) - 8) + struct.pack("!Q", self.seq)
-        return bytes(a ^ b for a, b in zip(self._iv, padded, strict=True))
+        return (self._iv_number ^ self.seq).to_bytes(len(self._iv), "big")
 
     def _aead_open(self, nonce: bytes, sealed: bytes, aad: bytes) -> bytes:
         assert self._aead is not None
@@ -76,13 +82,10 @@ class RecordCipher:
     def _open13(self, record: Record) -> tuple[int, bytes]:
         if len(record.fragment) < TAG_LENGTH + 1:
             raise BadRecord("record shorter than its tag")
-        plain = self._aead_open(self._xor_nonce(), record.fragment, record.header)
-        end = len(plain)
-        while end and plain[end - 1] == 0:
-            end -= 1
-        if end == 0:
+        plain = self._aead_open(self._xor_nonce(), record.fragment, record.header).rstrip(b"\0")
+        if not plain:
             raise BadRecord("no content type inside")
-        return plain[end - 1], plain[: end - 1]
+        return plain[-1], plain[:-1]
 
     def _aad12(self, record: Record, length: int) -> bytes:
         return struct.pack("!QBHH", self.seq, record.content_type, record.version, length)
@@ -124,10 +127,13 @@ class RecordCipher:
         return record.content_type, data
 
     def _cbc(self, sealed: bytes) -> bytes:
+        """CBC decryption of IV + blocks: each block's ECB decryption XOR the block before."""
         if len(sealed) < 2 * BLOCK or len(sealed) % BLOCK:
             raise BadRecord("not a whole number of blocks")
-        decryptor = Cipher(algorithms.AES(self._key), modes.CBC(sealed[:BLOCK])).decryptor()
-        return decryptor.update(sealed[BLOCK:]) + decryptor.finalize()
+        assert self._blocks is not None
+        decrypted = self._blocks.update(sealed[BLOCK:])
+        chained = int.from_bytes(decrypted, "big") ^ int.from_bytes(sealed[:-BLOCK], "big")
+        return chained.to_bytes(len(decrypted), "big")
 
     @staticmethod
     def _unpad(plain: bytes) -> bytes:
@@ -138,4 +144,4 @@ class RecordCipher:
 
     def _mac(self, data: bytes) -> bytes:
         assert self.suite.mac_name is not None
-        return hmac.new(self._mac_key, data, self.suite.mac_name).digest()
+        return hmac.digest(self._mac_key, data, self.suite.mac_name)

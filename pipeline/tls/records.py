@@ -21,14 +21,9 @@ MAX_FRAGMENT = (1 << 14) + 2048
 class Record:
     content_type: int
     version: int
+    header: bytes
     fragment: bytes
     tcp_offset: int  # where its header starts in the direction's TCP stream
-
-    @property
-    def header(self) -> bytes:
-        return bytes((self.content_type, self.version >> 8, self.version & 0xFF)) + len(
-            self.fragment
-        ).to_bytes(2, "big")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,29 +52,34 @@ class RecordReader:
     def feed(self, data: bytes) -> list[Record]:
         if self.failure is not None:
             return []
-        buffer = self._buffer
-        buffer += data
+        if self._buffer:
+            self._buffer += data
+            source: bytes | bytearray = self._buffer
+        else:
+            source = data  # the usual case: records read from the new bytes, no copy first
         records: list[Record] = []
         start = 0
-        while len(buffer) - start >= HEADER_LENGTH:
-            content_type = buffer[start]
-            version = (buffer[start + 1] << 8) | buffer[start + 2]
-            length = (buffer[start + 3] << 8) | buffer[start + 4]
-            if content_type not in CONTENT_TYPES or buffer[start + 1] != 3:
-                return self._stop(
-                    start, records, f"content type {content_type}, version 0x{version:04x}"
-                )
+        size = len(source)
+        while size - start >= HEADER_LENGTH:
+            content_type = source[start]
+            length = (source[start + 3] << 8) | source[start + 4]
+            if content_type not in CONTENT_TYPES or source[start + 1] != 3:
+                version = (source[start + 1] << 8) | source[start + 2]
+                reason = f"content type {content_type}, version 0x{version:04x}"
+                return self._stop(start, records, reason)
             if length > MAX_FRAGMENT:
-                return self._stop(
-                    start, records, f"record of {length} bytes (at most {MAX_FRAGMENT})"
-                )
+                reason = f"record of {length} bytes (at most {MAX_FRAGMENT})"
+                return self._stop(start, records, reason)
             end = start + HEADER_LENGTH + length
-            if end > len(buffer):
+            if end > size:
                 break
-            fragment = bytes(buffer[start + HEADER_LENGTH : end])
-            records.append(Record(content_type, version, fragment, self._offset + start))
+            header = bytes(source[start : start + HEADER_LENGTH])
+            version = (header[1] << 8) | header[2]
+            fragment = bytes(source[start + HEADER_LENGTH : end])
+            records.append(Record(content_type, version, header, fragment, self._offset + start))
             start = end
-        del buffer[:start]
+        if start or source is data:  # what is left of a record to come, kept
+            self._buffer = bytearray(source[start:])
         self._offset += start
         return records
 
