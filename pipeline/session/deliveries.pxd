@@ -3,9 +3,10 @@
 
 cdef class DeliveryLedger:
     cdef public dict active, by_destination, by_key
-    cdef public object pending, unacked
+    cdef public object pending, unacked, recent_ids
 
     cpdef subscription_for(self, sub_id, destination)
+    cpdef bint seen_before(self, message_id)
     cpdef deliver(self, frame_index, row, subscription, ack, message_id, at)
     cpdef find(self, tuple keys)
     cpdef list settle(self, named, outcome, at, ack_frame_index)

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 AUTO = "auto"
 CLIENT = "client"  # cumulative
+# message-ids of the latest MESSAGEs remembered to notice one delivered again on the connection
+# (a wire fact, ``duplicate_message_id``); bounded so a long connection's carried state is too.
+RECENT_MESSAGE_IDS = 1024
 
 
 @dataclass(slots=True)
@@ -82,7 +85,7 @@ def settle_message(
 
 
 class DeliveryLedger:
-    __slots__ = ("active", "by_destination", "by_key", "pending", "unacked")
+    __slots__ = ("active", "by_destination", "by_key", "pending", "unacked", "recent_ids")
 
     def __init__(self) -> None:
         self.active: dict[str, Subscription] = {}  # by id, or "destination:<d>" without id
@@ -90,12 +93,27 @@ class DeliveryLedger:
         self.by_key: dict[str, Delivery] = {}  # ack / message-id -> unsettled delivery
         self.pending: OrderedDict[int, Delivery] = OrderedDict()  # all unsettled, oldest first
         self.unacked = 0  # deliveries given up as "none"
+        self.recent_ids: OrderedDict[str, None] = OrderedDict()  # oldest first
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
+        if getattr(self, "recent_ids", None) is None:  # carried by a release without it
+            self.recent_ids = OrderedDict()
+
+    def seen_before(self, message_id: str) -> bool:
+        """Whether one of the latest ``RECENT_MESSAGE_IDS`` MESSAGEs had ``message_id``; the id
+        is remembered either way."""
+        recent = self.recent_ids
+        if message_id in recent:
+            recent.move_to_end(message_id)
+            return True
+        recent[message_id] = None
+        if len(recent) > RECENT_MESSAGE_IDS:
+            recent.popitem(last=False)
+        return False
 
     @staticmethod
     def key_of(sub_id: str | None, destination: str | None) -> str:

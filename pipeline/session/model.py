@@ -199,7 +199,7 @@ class SessionModel:
             chunk.tcp_start = tcp_offset
             chunk.tcp_frames = tcp_frames
             chunk.beat_message = whole_message and not data.strip(b"\r\n")
-        if self._first is None:
+        if self._first is None or ts_ns < self._first.ts_ns:
             self._first = chunk
         self._out.last = chunk
         stream.add_chunk(chunk)
@@ -230,7 +230,7 @@ class SessionModel:
         stream.add_packets(offset, sizes, timestamps, sources)
         if len(chunks) == first:
             return
-        if self._first is None:
+        if self._first is None or chunks[first].ts_ns < self._first.ts_ns:
             self._first = chunks[first]
         self._out.last = chunks[-1]
         stream.decoder.feed(data)
@@ -355,7 +355,9 @@ class SessionModel:
             if source is None
             else stream.make_chunk(offset, offset, ts_ns, source)
         )
-        if self._first is None:
+        # The earliest input, not the first fed: a WebSocket transport hands over the bytes it
+        # held (an upgrade never finished) after the close that ended them was seen.
+        if self._first is None or ts_ns < self._first.ts_ns:
             self._first = at
         self._out.last = at
         return at

@@ -26,6 +26,9 @@ C2S = Direction.C2S
 S2C = Direction.S2C
 SIDE: dict[str, str] = {C2S: C2S.side, S2C: S2C.side}  # by Direction or its value
 ACK_MODES: frozenset[str] = frozenset({"auto", "client", "client-individual"})
+# An ACK/NACK naming no unsettled MESSAGE on a connection that gave MESSAGEs up (pending_overflow):
+# the validation gate leaves these out of the share of acks that resolve.
+UNMATCHED_AFTER_OVERFLOW = "ack_unmatched_after_overflow"
 
 Headers = dict[str, str]
 
@@ -225,6 +228,10 @@ class ProtocolState:
             subscription.ack_mode,
         )
         ack, message_id = headers.get("ack"), headers.get("message-id")
+        redelivered = headers.get("redelivered") == "true"
+        if message_id is not None and ledger.seen_before(message_id) and not redelivered:
+            detail = f"MESSAGE {message_id!r} delivered again without redelivered:true"
+            self._violation("duplicate_message_id", S2C, at, frame.start, detail)
         if ledger.deliver(index, row, subscription, ack, message_id, at):
             self.rows["messages"].append(row)
         elif len(ledger.pending) > self.options.max_pending_messages:
@@ -365,7 +372,11 @@ class ProtocolState:
             if subscription is not None:
                 row.ack_mode = subscription.ack_mode
             detail = f"{row.command} {row.ack_id!r} names no unsettled MESSAGE"
-            self._violation("ack_unmatched", C2S, at, None, detail)
+            kind = "ack_unmatched"
+            if self.pending_overflowed:  # it may name one given up: not a matching failure
+                kind = UNMATCHED_AFTER_OVERFLOW
+                detail += " (MESSAGEs were given up past max_pending_messages)"
+            self._violation(kind, C2S, at, None, detail)
             return 0
         if delivery.delivered.ts_ns > at.ts_ns:
             # Named before it was delivered (a guessed id, or the clocks of a merged capture):

@@ -223,3 +223,49 @@ def test_transactional_ack_sent_before_the_message_does_not_settle_it_at_commit(
     assert rows["messages"][0]["ack_outcome"] == "none"
     assert rows["acks"][0]["acked_message_count"] == 0
     assert rows["transactions"][0]["acked_messages"] == 0
+
+
+def test_acks_of_given_up_messages_are_told_apart_from_unmatched_ones() -> None:
+    talk = Conversation(ModelOptions(max_pending_messages=3))
+    talk.handshake()
+    talk.subscribe(5, "0", "client-individual")
+    talk.client(8, "ACK", [("id", "never-delivered")])  # before any overflow: unmatched
+    for n in range(6):
+        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}")
+    for n in range(6):  # the lagging consumer acks them all, the oldest three given up
+        talk.client(30 + n, "ACK", [("id", f"a{n}")])
+    rows = talk.finish(40)
+    kinds = [a["kind"] for a in rows["anomalies"]]
+    assert kinds.count("pending_overflow") == 1
+    assert kinds.count("ack_unmatched") == 1
+    assert kinds.count("ack_unmatched_after_overflow") == 3
+    resolved = [a for a in rows["acks"] if a["delivered_at_ns"] is not None]
+    assert len(resolved) == 3 and len(rows["acks"]) == 7
+
+
+def test_a_message_id_delivered_again_is_an_anomaly_unless_redelivered() -> None:
+    talk = Conversation()
+    talk.handshake()
+    talk.subscribe(5, "0", "auto")
+    talk.message(10, "0", "m1")
+    talk.message(11, "0", "m1")  # the same id again
+    talk.message(12, "0", "m1", extra=[("redelivered", "true")])
+    talk.message(13, "0", "m2")
+    rows = talk.finish(20)
+    [duplicate] = [a for a in rows["anomalies"] if a["kind"] == "duplicate_message_id"]
+    assert duplicate["direction"] == "s2c" and "'m1'" in duplicate["detail"]
+    assert duplicate["ts_ns"] == T0 + 11 * MS
+    assert [m["message_id"] for m in rows["messages"]] == ["m1", "m1", "m1", "m2"]
+    assert rows["sessions"][0]["violations"] == 1
+
+
+def test_message_ids_are_remembered_within_a_bound() -> None:
+    from pipeline.session.deliveries import RECENT_MESSAGE_IDS, DeliveryLedger
+
+    ledger = DeliveryLedger()
+    assert not ledger.seen_before("first")
+    for n in range(RECENT_MESSAGE_IDS):
+        assert not ledger.seen_before(f"m{n}")
+    assert len(ledger.recent_ids) == RECENT_MESSAGE_IDS
+    assert not ledger.seen_before("first")  # forgotten: the oldest went first
+    assert ledger.seen_before(f"m{RECENT_MESSAGE_IDS - 1}")

@@ -672,3 +672,20 @@ def test_real_capture_with_a_trailing_lf_in_the_segment_after_its_nul() -> None:
     assert driven["heartbeats"] == []
     assert sum(f["command"] == "MESSAGE" for f in driven["frames"]) == 450
     assert len(driven["frames"]) == sum(len(rows["frames"]) for rows in sessions.values())
+
+
+def test_session_starts_at_its_earliest_input_whatever_order_it_is_handed_over() -> None:
+    """A WebSocket transport that held an upgrade never finished hands its bytes over after
+    the close that ended them was seen: the session still starts with its first byte, and
+    every frame lies inside its lifetime."""
+    talk = Conversation()
+    talk.close("c2s", 50)  # seen first, handed over first
+    talk.handshake(10)
+    talk.client(20, "DISCONNECT")
+    rows = talk.finish(60)
+    [session] = rows["sessions"]
+    assert session["started_at_ns"] == T0 + 10 * MS
+    assert session["ended_at_ns"] == T0 + 60 * MS
+    frames = rows["frames"]
+    assert min(f["ts_ns"] for f in frames) >= session["started_at_ns"]
+    assert max(f["ts_end_ns"] for f in frames) <= session["ended_at_ns"]
