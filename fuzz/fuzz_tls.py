@@ -140,7 +140,7 @@ def seeds() -> list[bytes]:
             {"tls12_cipher": "ECDHE-RSA-AES128-GCM-SHA256"},
             {"tls12_cipher": "ECDHE-RSA-AES128-SHA", "encrypt_then_mac": False},
         ):
-            talk = converse(folder, exchanges=exchanges, **options)  # type: ignore[arg-type]
+            talk = converse(folder, exchanges=exchanges, **options)
             out.append(serialize(talk.keylog, talk.wire))
             out.append(serialize("", talk.wire, flags=2))
     return out
