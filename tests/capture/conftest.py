@@ -1,11 +1,14 @@
-"""Fixtures for the capture proxy tests: real brokers, both event loops, TLS material."""
+"""Fixtures for the capture proxy tests: real brokers, both event loops, TLS material, a small
+real filesystem to fill."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import shutil
 import subprocess
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,3 +61,56 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
         "-extfile", str(d / "san.ext"), "-out", str(d / "server.pem"),
     )
     return TlsFiles(d / "ca.pem", d / "server.pem", d / "server.key", d / "other.pem")
+
+
+@dataclass(frozen=True, slots=True)
+class SmallDisk:
+    """A real 2 MiB filesystem (tmpfs) that a test fills and frees with a filler file."""
+
+    mount: Path
+
+    @property
+    def filler(self) -> Path:
+        return self.mount / "filler"
+
+    def free_bytes(self) -> int:
+        stats = os.statvfs(self.mount)
+        return stats.f_bavail * stats.f_frsize
+
+    def fill(self, leave: int = 0) -> None:
+        """Grow the filler until the disk is full, then give back ``leave`` bytes."""
+        fd = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            block = bytes(1 << 16)
+            with contextlib.suppress(OSError):
+                while os.write(fd, block):
+                    pass
+        finally:
+            os.close(fd)
+        size = self.filler.stat().st_size
+        page = os.statvfs(self.mount).f_frsize
+        os.truncate(self.filler, max(0, (size - leave) // page * page))
+        assert self.free_bytes() >= leave
+
+    def free(self) -> None:
+        self.filler.unlink()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    """A 2 MiB tmpfs mounted for the test (needs root; skipped where mount is refused)."""
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command: cannot make a small real filesystem")
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(mount)],
+        capture_output=True, text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a 2 MiB tmpfs (root needed): {done.stderr.strip()}")
+    try:
+        yield SmallDisk(mount)
+    finally:
+        if subprocess.run(["umount", str(mount)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "--lazy", str(mount)], check=True)

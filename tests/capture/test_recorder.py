@@ -10,6 +10,7 @@ from capture.tcp_synth import Endpoint
 from capture.writer import CaptureWriter
 from pipeline.ingest import ACK, FIN, PSH, RST, SYN, CaptureAnomaly, CaptureReader, TcpPacket
 from pipeline.net import Direction
+from tests.capture.conftest import SmallDisk
 
 CLIENT = Endpoint.of("127.0.0.1", 45000)
 SERVER = Endpoint.of("127.0.0.2", 61613)
@@ -153,3 +154,49 @@ def test_bytes_the_sink_had_no_room_for_are_recorded_where_they_went_missing(
     after = [p for p in packets if p.record_offset > loss.offset]
     assert [p.payload_len for p in before] == [0, 0, 0, 1000]
     assert [(p.seq, p.payload_len) for p in after][0] == (2001 + 4200, 10)
+
+
+def test_a_loss_block_the_full_disk_refused_is_written_once_space_returns(
+    small_disk: SmallDisk,
+) -> None:
+    """The capture-loss block of a buffer gap cannot be written on a full disk: its loss (the
+    connection, direction, bytes and time range) is kept by the writer and written once space
+    returns, next to the disk's own loss. Dropped = recorded as lost, nothing told only in
+    the log."""
+    writer = CaptureWriter(small_disk.mount / "caps", buffer_bytes=3_000)
+    rec = ConnectionRecorder(writer, CLIENT, SERVER, isn=(1000, 5000))
+    rec.opened(10, 11)
+    rec.data(Direction.C2S, 12, b"a" * 1000)  # queued, then refused by the full disk
+    rec.data(Direction.C2S, 13, b"b" * 2500)  # no room in the buffer: a gap
+    small_disk.fill()
+    writer.start()
+    deadline = time.monotonic() + 5
+    while writer._queued_bytes or not writer.counters.records_dropped:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    rec.data(Direction.S2C, 14, b"c" * 700)  # written to no file either
+    rec.data(Direction.C2S, 15, b"d" * 10)  # ends the gap: its loss block fails too
+    deadline = time.monotonic() + 5
+    while writer.counters.records_dropped < 7:  # handshake, 3 chunks, the loss block
+        assert time.monotonic() < deadline, writer.counters
+        time.sleep(0.01)
+    assert writer.counters.bytes_loss_recorded == 0
+    small_disk.free()
+    rec.fin(Direction.C2S, 16)
+    writer.close()
+
+    counters = writer.counters
+    assert counters.bytes_dropped == 1000 + 2500 + 700 + 10 == counters.bytes_loss_recorded
+    assert writer.unrecorded_losses() == []
+    [path] = writer.files
+    with CaptureReader(str(path)) as reader:
+        losses = sorted(
+            item.detail for item in reader
+            if isinstance(item, CaptureAnomaly) and item.kind == "capture_loss"
+        )
+    flow = "client=127.0.0.1:45000 server=127.0.0.2:61613 direction="
+    assert losses == [
+        f"{flow}client_to_server bytes=1010 records=2 ts_ns=12 last_ts_ns=15 reason=write_failed",
+        f"{flow}client_to_server bytes=2500 records=1 ts_ns=13 last_ts_ns=13 reason=buffer_full",
+        f"{flow}server_to_client bytes=700 records=1 ts_ns=14 last_ts_ns=14 reason=write_failed",
+    ]

@@ -17,12 +17,14 @@ from capture.writer import (
     PARTIAL_SUFFIX,
     CaptureRecord,
     CaptureWriter,
+    LossTally,
     RotationPolicy,
     capture_file_name,
     ensure_writable_dir,
 )
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
 from pipeline.net import Direction
+from tests.capture.conftest import SmallDisk
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -218,3 +220,139 @@ def test_records_reach_the_open_file_within_the_flush_interval(tmp_path: Path) -
         assert time.monotonic() - offered < 0.2
         time.sleep(0.01)
     writer.close()
+
+
+# --- a full disk: a real 2 MiB filesystem (tests/capture/conftest.py small_disk) ------------
+
+
+def _settled(writer: CaptureWriter, records: int, timeout: float = 10) -> None:
+    """Wait until the writer has written or dropped ``records`` records."""
+    deadline = time.monotonic() + timeout
+    counters = writer.counters
+    while counters.records_written + counters.records_dropped < records:
+        assert time.monotonic() < deadline, counters
+        time.sleep(0.01)
+
+
+def test_space_returning_gets_the_loss_recorded_and_capture_resumed(
+    small_disk: SmallDisk,
+) -> None:
+    """The disk fills mid-capture: what does not fit is dropped; once space returns the
+    capture-loss blocks with the lost bytes and their time range are written, and the records
+    that follow. Offered = captured + recorded as lost."""
+    writer = CaptureWriter(small_disk.mount / "caps", lossless=False)
+    writer.start()
+    small_disk.fill(leave=100_000)
+    for record in _records(300, 1000):
+        writer.offer([record])
+    _settled(writer, 300)
+    dropped = writer.counters.bytes_dropped
+    assert 0 < dropped < 300_000 and writer.counters.write_errors > 0
+    small_disk.free()
+    writer.offer(_records(10, 1000, start_ts=5000))
+    writer.close()
+
+    counters = writer.counters
+    assert counters.bytes_captured + counters.bytes_dropped == 310_000
+    assert counters.bytes_dropped == dropped == counters.bytes_loss_recorded
+    assert writer.unrecorded_losses() == []
+    losses: list[CaptureAnomaly] = []
+    [path] = writer.files
+    packets = _read(path, losses)
+    kept = {ts for ts, _ in packets}
+    lost_ts = [1000 + i for i in range(300) if 1000 + i not in kept]
+    assert len(lost_ts) * 1000 == dropped
+    # one block per stretch the disk was full (a block may fit where a packet did not)
+    blocks = [dict(item.partition("=")[::2] for item in loss.detail.split()) for loss in losses]
+    assert {(b["flow"], b["reason"]) for b in blocks} == {("unknown", "write_failed")}
+    assert sum(int(b["bytes"]) for b in blocks) == dropped
+    assert sum(int(b["records"]) for b in blocks) == len(lost_ts)
+    assert min(int(b["ts_ns"]) for b in blocks) == lost_ts[0]
+    assert max(int(b["last_ts_ns"]) for b in blocks) == lost_ts[-1]
+    assert packets[-10:] == [(5000 + i, bytes([i]) * 1000) for i in range(10)]
+
+
+def test_a_disk_full_until_close_tells_bytes_and_time_range_lost(
+    small_disk: SmallDisk, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No capture-loss block can be written before the end: the loss is kept per flow with
+    its time range and logged at close."""
+    small_disk.fill()
+    writer = CaptureWriter(small_disk.mount / "caps", lossless=False)
+    writer.start()
+    ts0 = 1_795_000_000_000_000_000
+    for record in _records(50, 1000, start_ts=ts0):
+        writer.offer([record])
+    with caplog.at_level("ERROR", logger="capture.writer"):
+        writer.close()
+    counters = writer.counters
+    assert (counters.bytes_captured, counters.bytes_dropped) == (0, 50_000)
+    assert counters.bytes_loss_recorded == 0 and writer.files == []
+    assert writer.unrecorded_losses() == [
+        ("flow=unknown", "write_failed", LossTally(50_000, 50, ts0, ts0 + 49))
+    ]
+    told = [r.getMessage() for r in caplog.records if "recorded in no file" in r.getMessage()]
+    assert told[0].startswith("capture loss recorded in no file")
+    assert told[0].endswith(
+        "50000 bytes in 50 records read between 2026-11-18T11:06:40.000000000Z and"
+        " 2026-11-18T11:06:40.000000049Z"
+    )
+    assert "flow=unknown reason=write_failed bytes=50000" in told[1]
+    assert not list(small_disk.mount.glob("caps/*"))
+
+
+def test_lossless_mode_holds_for_a_full_disk_and_loses_nothing_if_space_returns(
+    small_disk: SmallDisk,
+) -> None:
+    """Lossless mode: a failed write is retried while ``backlogged`` holds the proxy's
+    reading; space returning within disk_full_wait ends the hold with nothing lost."""
+    drained = threading.Event()
+    writer = CaptureWriter(
+        small_disk.mount / "caps", lossless=True, disk_full_wait=30, on_drained=drained.set
+    )
+    writer.start()
+    small_disk.fill()
+    writer.offer(_records(20, 10_000))
+    deadline = time.monotonic() + 5
+    while not writer.backlogged():
+        assert time.monotonic() < deadline, "the writer never held forwarding"
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert not drained.is_set() and writer.backlogged()
+    small_disk.free()
+    assert drained.wait(5)
+    assert not writer.backlogged()
+    writer.close()
+    counters = writer.counters
+    assert (counters.bytes_captured, counters.bytes_dropped) == (200_000, 0)
+    assert (counters.disk_full_waits, counters.disk_full_timeouts) == (1, 0)
+    assert [ts for ts, _ in _read(writer.files[0])] == [1000 + i for i in range(20)]
+
+
+def test_lossless_mode_stops_holding_after_disk_full_wait(small_disk: SmallDisk) -> None:
+    """The hold for a disk that stays full is bounded: after disk_full_wait the proxy may read
+    again and capture data is dropped (and told); the disk is not waited for again soon."""
+    drained = threading.Event()
+    writer = CaptureWriter(
+        small_disk.mount / "caps", lossless=True, disk_full_wait=0.5, on_drained=drained.set
+    )
+    writer.start()
+    small_disk.fill()
+    started = time.monotonic()
+    writer.offer(_records(20, 10_000))
+    while not writer.backlogged():
+        assert time.monotonic() - started < 5
+        time.sleep(0.01)
+    assert drained.wait(10)
+    assert 0.5 <= time.monotonic() - started < 5
+    assert not writer.backlogged()
+    writer.offer(_records(5, 10_000, start_ts=9000))
+    _settled(writer, 25)
+    assert not writer.backlogged()
+    writer.close()
+    counters = writer.counters
+    assert (counters.disk_full_waits, counters.disk_full_timeouts) == (1, 1)
+    assert counters.bytes_captured + counters.bytes_dropped == 250_000
+    assert counters.bytes_dropped > 0
+    [(_, _, tally)] = writer.unrecorded_losses()
+    assert tally.size == counters.bytes_dropped - counters.bytes_loss_recorded
