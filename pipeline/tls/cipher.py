@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 
 from pipeline.tls.records import Record
-from pipeline.tls.suites import CBC, CHACHA, GCM, CipherSuite
+from pipeline.tls.suites import CBC, CHACHA, GCM, SUITES, CipherSuite
 
 TAG_LENGTH = 16
 EXPLICIT_NONCE = 8  # TLS 1.2 GCM
@@ -56,6 +56,14 @@ class RecordCipher:
         elif suite.cipher == CHACHA:
             self._aead = ChaCha20Poly1305(key)
         self.seq = 0
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as its keys and sequence number (a connection carried to the next batch);
+        OpenSSL's cipher objects are made again from them."""
+        return (
+            _restore,
+            (self.suite.code, self._key, self._iv, self._mac_key, self._etm, self.seq),
+        )
 
     def decrypt(self, record: Record) -> tuple[int, bytes]:
         """(content type, plaintext) of the next record; `BadRecord` when it does not
@@ -145,3 +153,11 @@ class RecordCipher:
     def _mac(self, data: bytes) -> bytes:
         assert self.suite.mac_name is not None
         return hmac.digest(self._mac_key, data, self.suite.mac_name)
+
+
+def _restore(
+    code: int, key: bytes, iv: bytes, mac_key: bytes, encrypt_then_mac: bool, seq: int
+) -> RecordCipher:
+    cipher = RecordCipher(SUITES[code], key, iv, mac_key, encrypt_then_mac=encrypt_then_mac)
+    cipher.seq = seq
+    return cipher

@@ -106,3 +106,17 @@ def read_keylogs(paths: Iterable[Path]) -> KeyLog:
 def keylog_paths_from_env(value: str | None) -> list[Path]:
     """``$STOMP_LAKE_TLS_KEYLOG``: paths separated by ``:``."""
     return [Path(p) for p in (value or "").split(os.pathsep) if p]
+
+
+# The key log of the connections a flow-pass task decodes, set by the task: a connection carried
+# to the next batch looks its secrets up here rather than carrying the key log with it.
+_task_keylog: KeyLog | None = None
+
+
+def use_keylog(keylog: KeyLog | None) -> None:
+    global _task_keylog
+    _task_keylog = keylog
+
+
+def task_secrets(client_random: bytes) -> Secrets | None:
+    return None if _task_keylog is None else _task_keylog.get(client_random)

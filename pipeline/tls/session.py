@@ -34,7 +34,7 @@ from pipeline.tls.handshake import (
     parse_server_hello,
     version_name,
 )
-from pipeline.tls.keylog import Secrets
+from pipeline.tls.keylog import Secrets, task_secrets
 from pipeline.tls.keys import key_block12, next_secret13, traffic_keys13
 from pipeline.tls.records import (
     ALERT,
@@ -118,17 +118,29 @@ class _Side:
 
 
 class TlsSession:
-    __slots__ = ("facts", "_keys", "_sides", "_random", "_suite", "_secrets", "_etm", "_tls13")
+    __slots__ = ("facts", "_keys", "_sides", "_random", "_suite", "_etm", "_tls13")
 
-    def __init__(self, keys: Callable[[bytes], Secrets | None]) -> None:
+    def __init__(self, keys: Callable[[bytes], Secrets | None] = task_secrets) -> None:
         self.facts = TlsFacts()
         self._keys = keys
         self._sides = {Direction.C2S: _Side(), Direction.S2C: _Side()}
         self._random: bytes | None = None
         self._suite: CipherSuite | None = None
-        self._secrets: Secrets | None = None
         self._etm = False
         self._tls13 = False
+
+    def __getstate__(self) -> dict[str, object]:
+        """What a connection carried to the next batch keeps: the derived keys of its record
+        ciphers (and TLS 1.3's traffic secrets, for a KeyUpdate), never the key log or the
+        secrets looked up in it; a carried connection looks its secrets up in the next task's
+        key log (`task_secrets`) should its ServerHello still be to come."""
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_keys"] = task_secrets
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def receive(
         self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
@@ -288,7 +300,6 @@ class TlsSession:
         if secrets is None:
             facts.not_decrypted_reason = NO_KEYS
             return
-        self._secrets = secrets
         self._etm = hello.encrypt_then_mac
         if suite.tls13:
             self._start13(suite, secrets)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pipeline.net import Direction
-from pipeline.tls.keylog import KeyLog
+from pipeline.tls.keylog import KeyLog, use_keylog
 from pipeline.tls.records import APPLICATION_DATA
 from pipeline.tls.session import NO_KEYS
 from pipeline.tls.transport import TlsSeen, TlsTransport, starts_tls
@@ -86,3 +88,55 @@ def test_without_keys_the_connection_is_told_not_decoded(tmp_path: Path) -> None
 
 def test_plain_stomp_and_http_do_not_start_tls() -> None:
     assert not starts_tls(CONNECT) and not starts_tls(request()) and not starts_tls(b"\x16")
+
+
+def test_a_connection_carried_in_the_middle_resumes_where_it_was(tmp_path: Path) -> None:
+    """Pickled between two batches, as carried connection state is, after any chunk."""
+    import pickle
+
+    talk = converse(
+        tmp_path,
+        tls12_cipher="ECDHE-RSA-AES128-SHA",
+        exchanges=[(C2S, CONNECT), (S2C, CONNECTED), (C2S, SEND), (C2S, SEND)],
+    )
+    whole = stomp(play(talk, keys_of(talk)), C2S)
+    use_keylog(keys_of(talk))  # the next task's key log, where a carried connection looks
+    for cut in range(1, len(talk.wire)):
+        transport = TlsTransport(keys_of(talk).get)
+        offsets = {C2S: 0, S2C: 0}
+        events: list[object] = []
+        for number, (direction, data) in enumerate(talk.wire):
+            if number == cut:
+                transport = pickle.loads(pickle.dumps(transport))
+            events += transport.receive(direction, number, offsets[direction], data)
+            offsets[direction] += len(data)
+        assert stomp(events, C2S) == whole == CONNECT + SEND + SEND
+    use_keylog(None)
+
+
+@pytest.mark.parametrize("tls12_cipher", [None, "ECDHE-RSA-AES128-GCM-SHA256"])
+def test_carried_state_holds_no_secret_of_the_key_log(
+    tmp_path: Path, tls12_cipher: str | None
+) -> None:
+    """Only derived record keys, and TLS 1.3's application traffic secrets (a KeyUpdate derives
+    the next from them); never the key log, a master secret or a handshake secret."""
+    import pickle
+
+    talk = converse(
+        tmp_path, tls12_cipher=tls12_cipher, exchanges=[(C2S, CONNECT), (S2C, CONNECTED)]
+    )
+    other = converse(tmp_path, exchanges=[(C2S, CONNECT)])
+    keys = keys_of(talk)
+    keys.add_lines(other.keylog.splitlines())
+    transport = TlsTransport(keys.get)
+    offsets = {C2S: 0, S2C: 0}
+    for number, (direction, data) in enumerate(talk.wire[:4]):
+        transport.receive(direction, number, offsets[direction], data)
+        offsets[direction] += len(data)
+    carried = pickle.dumps(transport)
+    kept = {"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"}
+    for line in talk.keylog.splitlines() + other.keylog.splitlines():
+        if line and not line.startswith("#"):
+            label, _, secret = line.split()
+            if line in other.keylog or label not in kept:
+                assert bytes.fromhex(secret) not in carried, label
