@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from capture.config import (
     ClientTls,
@@ -39,6 +39,7 @@ from capture.tls import client_ssl_context, upstream_ssl_context
 from capture.writer import CaptureWriter, RotationPolicy, ensure_writable_dir
 
 log = logging.getLogger("stomp-capture")
+T = TypeVar("T")
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -84,6 +85,18 @@ summary line's bytes_loss_unrecorded).
 """
 
 
+def _option(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An option's parser whose ConfigError argparse shows as it is."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return convert
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stomp-capture",
@@ -103,24 +116,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory for capture files (created if missing)")
     add("--no-capture", action="store_true",
         help="forward only, write no capture files")
-    add("--rotate-size", type=parse_size, metavar="SIZE",
+    add("--rotate-size", type=_option(parse_size), metavar="SIZE",
         help="start a new file when this size would be passed (e.g. 512M, 2G)")
     add("--rotate-seconds", type=float, metavar="SECONDS",
         help="start a new file when the open one is this old")
-    add("--buffer", type=parse_size, metavar="SIZE",
+    add("--buffer", type=_option(parse_size), metavar="SIZE",
         help="capture buffer between forwarding and the disk; when full, reading waits"
         " (lossless) or capture data is dropped and counted (drop) (default 64M)")
-    add("--capture-mode", type=parse_capture_mode, dest="lossless", metavar="MODE",
+    add("--capture-mode", type=_option(parse_capture_mode), dest="lossless", metavar="MODE",
         help="when the disk is behind: lossless slows traffic until the buffer drains"
         " (default), drop loses capture data, records the loss in the file and counts it")
-    add("--flush-seconds", type=parse_flush_seconds, metavar="SECONDS",
+    add("--flush-seconds", type=_option(parse_flush_seconds), metavar="SECONDS",
         help="capture data reaches the file and is synced at most this long after it is"
         " read (default 1); what a crash of the machine can lose")
-    add("--disk-full-wait", type=parse_disk_full_wait, metavar="SECONDS",
+    add("--disk-full-wait", type=_option(parse_disk_full_wait), metavar="SECONDS",
         help="lossless mode: when capture writes fail (disk full), hold traffic this long"
         " while retrying, then forward on and drop capture data, recording the loss"
         " (default 5; 0 drops at once)")
-    add("--file-mode", type=parse_mode, metavar="OCTAL",
+    add("--file-mode", type=_option(parse_mode), metavar="OCTAL",
         help="permissions of capture files, owner and group only (default 0640)")
     add("--prefix", metavar="NAME", help="capture file name prefix (default stomp)")
     add("--mask-passcode", action="store_true", default=None,

@@ -3,6 +3,7 @@ Debian broker, checked byte for byte on both ends, in tshark and through the pip
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import hashlib
 import os
@@ -27,6 +28,7 @@ from capture.recorder import STILL_OPEN_COMMENT
 from capture.stats import parse_stats_line
 from capture.writer import PARTIAL_SUFFIX
 from pipeline.ingest import CaptureReader, TcpPacket
+from tests.capture.conftest import SmallDisk
 from tests.capture.harness import reassemble_captures
 from tests.support.brokers import Broker, running_broker
 
@@ -297,6 +299,8 @@ def test_help_explains_every_option() -> None:
         (["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"], "--out DIR"),
         ([], "nothing to do"),
         (["--config", "/nonexistent/proxy.toml"], "cannot read config file"),
+        (["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--out", "x",
+          "--disk-full-wait", "-1"], "out of range"),
     ],
 )
 def test_bad_arguments_get_a_clear_error(args: list[str], message: str) -> None:
@@ -515,10 +519,12 @@ def _limit_file_size() -> None:
 def test_a_full_disk_loses_capture_not_traffic(
     activemq: Broker, tmp_path: Path
 ) -> None:
-    """RLIMIT_FSIZE makes every capture file full at 300 kB: writes fail as on a full disk."""
+    """RLIMIT_FSIZE makes every capture file full at 300 kB: writes fail as on a full disk
+    (and with --disk-full-wait 0 lossless mode drops at once, as drop mode does)."""
     bodies = _bodies(7, 18)
     with capture_proxy(
-        activemq.address, tmp_path, "--rotate-seconds", "1.5", preexec_fn=_limit_file_size
+        activemq.address, tmp_path, "--rotate-seconds", "1.5", "--disk-full-wait", "0",
+        preexec_fn=_limit_file_size,
     ) as proxy:
         client = RecordingClient(proxy.port, activemq)
         client.connect()
@@ -775,6 +781,81 @@ def test_masked_passcodes_in_crafted_places(
     for conn, frames in zip(captured, connections, strict=False):
         sent = b"".join(frames)
         assert len(conn.sent) <= len(sent)
+
+
+# --- a disk full until the proxy stops ----------------------------------------------------------
+
+
+def _echo_once(server: socket.socket) -> None:
+    conn, _ = server.accept()
+    with conn:
+        while chunk := conn.recv(1 << 16):
+            conn.sendall(chunk)
+        conn.shutdown(socket.SHUT_WR)
+
+
+LOST_RANGE = re.compile(r"(\d+) bytes in (\d+) records read between (\S+) and (\S+)$")
+
+
+def _ns(stamp: str) -> int:
+    """``format_ts``'s text back to nanoseconds since the epoch."""
+    seconds, _, fraction = stamp.rstrip("Z").partition(".")
+    whole = calendar.timegm(time.strptime(seconds, "%Y-%m-%dT%H:%M:%S"))
+    return whole * 1_000_000_000 + int(fraction)
+
+
+def test_a_disk_full_until_exit_tells_the_loss_and_exits_3(
+    small_disk: SmallDisk, tmp_path: Path
+) -> None:
+    """The capture disk fills after start and stays full: traffic is held for
+    --disk-full-wait once, then flows intact; no capture-loss block can be written, so the log
+    tells the bytes and time range lost (in all and per connection and direction), the
+    summary counts them as unrecorded, and the exit code is 3."""
+    payload = bytes(range(256)) * 1200  # 307,200 bytes each way
+    out = small_disk.mount / "caps"
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server_port = server.getsockname()[1]
+        server_thread = threading.Thread(target=_echo_once, args=(server,))
+        server_thread.start()
+        with capture_proxy(
+            server.getsockname(), out, "--no-upstream-check", "--disk-full-wait", "0.3"
+        ) as proxy:
+            small_disk.fill()
+            before = time.time_ns()
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as client:
+                port = client.getsockname()[1]
+                client.sendall(payload)
+                client.shutdown(socket.SHUT_WR)
+                echoed = bytearray()
+                while chunk := client.recv(1 << 16):
+                    echoed += chunk
+            after = time.time_ns()
+            server_thread.join(10)
+            proxy.wait_for(
+                lambda s: s.get("connections_open") == 0 and s.get("disk_full_timeouts") == 1
+            )
+            proxy.process.send_signal(signal.SIGTERM)
+            assert proxy.process.wait(20) == 3, "\n".join(proxy.lines)
+            time.sleep(0.05)  # let the reader thread take the last lines
+    assert echoed == payload
+    [summary_line] = [line for line in proxy.lines if " summary " in line]
+    summary = parse_stats_line(summary_line.split(" INFO ", 1)[1])
+    forwarded = summary["bytes_client_to_server"] + summary["bytes_server_to_client"]
+    assert forwarded == 2 * len(payload)
+    assert summary["bytes_captured"] == 0 and summary["bytes_dropped"] == forwarded
+    assert summary["bytes_loss_recorded"] == 0 and summary["bytes_loss_unrecorded"] == forwarded
+    assert (summary["disk_full_waits"], summary["disk_full_timeouts"]) == (1, 1)
+    told = [line for line in proxy.lines if "capture loss recorded in no file" in line]
+    match = LOST_RANGE.search(told[0])
+    assert match is not None, told
+    assert int(match[1]) == forwarded
+    assert before <= _ns(match[3]) <= _ns(match[4]) <= after
+    flow = f"client=127.0.0.1:{port} server=127.0.0.1:{server_port}"
+    for direction in ("client_to_server", "server_to_client"):
+        [line] = [line for line in told if f"{flow} direction={direction} " in line]
+        assert f"reason=write_failed bytes={len(payload)} " in line
+    assert any("recorded in no capture file" in line for line in proxy.lines)
+    assert list(out.iterdir()) == []
 
 
 # --- bulk in lossless mode ----------------------------------------------------------------------

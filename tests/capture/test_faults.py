@@ -1,7 +1,7 @@
 """Faults around the capture proxy, across capture/ modules (relay, recorder, writer, cli): a
-broker restarted under open sessions, and a disk too slow for the traffic. Forwarding must fail
-only where a direct connection fails too, loss must be counted, and every capture file left
-behind must read cleanly.
+broker restarted under open sessions, a disk too slow for the traffic, a disk that fills up.
+Forwarding must fail only where a direct connection fails too, loss must be counted, and every
+capture file left behind must read cleanly.
 
 The other faults are tested where their module is: an unreachable upstream and resets in
 test_relay.py; a client killed mid-frame, a broker going away, a full disk, SIGTERM with open
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,11 +23,16 @@ import pytest
 from capture.config import HostPort
 from capture.writer import PARTIAL_SUFFIX, CaptureRecord, CaptureWriter
 from tests.capture.aio_stomp import AioStompClient, StompError
-from tests.capture.harness import capture_losses, loss_fields, proxied, reassemble_captures
+from tests.capture.conftest import SmallDisk
+from tests.capture.harness import (
+    capture_losses,
+    loss_fields,
+    proxied,
+    reassemble_captures,
+    serving,
+)
 from tests.capture.test_cli import HashingRelay, capture_proxy
 from tests.support.brokers import Broker, free_port, running_broker
-
-pytestmark = pytest.mark.broker
 
 
 async def _client(broker: Broker, port: int, **kwargs: object) -> AioStompClient:
@@ -55,6 +61,7 @@ async def _how_it_ends(client: AioStompClient, timeout: float = 30) -> str:
 # --- a broker restart -------------------------------------------------------------------------
 
 
+@pytest.mark.broker
 @pytest.mark.slow
 def test_a_broker_restart_mid_session(tmp_path: Path) -> None:
     """Sessions open through the proxy end as a direct one does when the broker stops; while it
@@ -141,6 +148,7 @@ def _bodies(count: int, size: int) -> list[bytes]:
     return [hashlib.sha256(b"%d" % i).digest() * (size // 32) for i in range(count)]
 
 
+@pytest.mark.broker
 def test_a_slow_disk_loses_capture_not_traffic(
     activemq: Broker, tmp_path: Path, run: Callable
 ) -> None:
@@ -200,6 +208,7 @@ def test_a_slow_disk_loses_capture_not_traffic(
     assert (conn.client_end, conn.server_end) != ("none", "none")
 
 
+@pytest.mark.broker
 def test_a_slow_disk_in_lossless_mode_slows_traffic_and_loses_nothing(
     activemq: Broker, tmp_path: Path, run: Callable
 ) -> None:
@@ -236,3 +245,88 @@ def test_a_slow_disk_in_lossless_mode_slows_traffic_and_loses_nothing(
     assert conn.gaps == [] and capture_losses(files) == []
     assert bytes(conn.sent) == client.sent.data
     assert bytes(conn.received) == client.received.data
+
+
+# --- a full disk (a real 2 MiB tmpfs: tests/capture/conftest.py small_disk) ------------------
+
+DISK_FULL_WAIT_S = 1.0
+PACED_CHUNK = 64 << 10
+
+
+async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while data := await reader.read(1 << 16):
+        writer.write(data)
+        await writer.drain()
+    writer.close()
+
+
+def test_a_full_disk_in_lossless_mode_holds_traffic_only_for_a_while(
+    small_disk: SmallDisk, run: Callable
+) -> None:
+    """Lossless mode, the capture disk fills mid-exchange and stays full: forwarding is held
+    for disk_full_wait, then goes on with every byte intact while capture data is dropped;
+    once space returns the loss is written as capture-loss blocks, and forwarded = captured +
+    recorded as lost, gap for gap."""
+    payload = b"".join(_bodies(64, 32 << 10))  # 2 MiB, sent in paced chunks
+    writer = CaptureWriter(
+        small_disk.mount / "caps", lossless=True, disk_full_wait=DISK_FULL_WAIT_S
+    )
+
+    async def main() -> tuple[bytes, float, float, int, int, list[Path]]:
+        async with serving(_echo) as upstream, proxied(None, upstream, writer=writer) as p:
+            small_disk.fill(leave=200_000)
+            reader, client = await asyncio.open_connection(p.host, p.port)
+            port = client.get_extra_info("sockname")[1]
+            started = time.monotonic()
+            arrivals: list[float] = []
+
+            async def send() -> None:
+                for at in range(0, len(payload), PACED_CHUNK):
+                    client.write(payload[at : at + PACED_CHUNK])
+                    await client.drain()
+                    await asyncio.sleep(0.01)
+                client.write_eof()
+
+            async def receive() -> bytes:
+                chunks = []
+                while chunk := await reader.read(1 << 16):
+                    arrivals.append(time.monotonic())
+                    chunks.append(chunk)
+                return b"".join(chunks)
+
+            async with asyncio.timeout(60):
+                _, echoed = await asyncio.gather(send(), receive())
+            elapsed = time.monotonic() - started
+            times = [started, *arrivals]
+            longest_pause = max(later - sooner for sooner, later in itertools.pairwise(times))
+            client.close()
+            await asyncio.sleep(0.1)
+            counters = p.proxy.counters
+            forwarded = counters.bytes_client_to_server + counters.bytes_server_to_client
+            small_disk.free()
+            return echoed, elapsed, longest_pause, forwarded, port, await p.stop()
+
+    echoed, elapsed, longest_pause, forwarded, port, files = run(main())
+    assert echoed == payload and forwarded == 2 * len(payload)
+    counted = writer.counters
+    assert (counted.disk_full_waits, counted.disk_full_timeouts) == (1, 1)
+    # held once, for about disk_full_wait, then never again
+    assert DISK_FULL_WAIT_S * 0.8 <= longest_pause < DISK_FULL_WAIT_S + 5, longest_pause
+    assert elapsed < DISK_FULL_WAIT_S + 30
+    assert counted.bytes_dropped > 0
+    assert counted.bytes_captured + counted.bytes_dropped == forwarded
+    assert counted.bytes_loss_recorded == counted.bytes_dropped
+    assert writer.unrecorded_losses() == []
+    losses = [loss_fields(loss) for loss in capture_losses(files)]
+    assert sum(int(loss["bytes"]) for loss in losses) == counted.bytes_dropped
+    assert {(loss["client"], loss["reason"]) for loss in losses} == {
+        (f"127.0.0.1:{port}", "write_failed")
+    }
+    [conn] = reassemble_captures(files)
+    assert sum(size for _, _, size in conn.gaps) == counted.bytes_dropped
+    for from_client, offset, size in conn.gaps:  # both ways carry the payload (an echo)
+        gapped = conn.sent if from_client else conn.received
+        gapped.extend(bytes(max(0, offset + size - len(gapped))))  # a gap at the end
+        assert gapped[offset : offset + size] == bytes(size)
+        gapped[offset : offset + size] = payload[offset : offset + size]
+    assert bytes(conn.sent) == payload == bytes(conn.received)
