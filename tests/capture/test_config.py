@@ -11,6 +11,7 @@ from capture.config import (
     ProxyConfig,
     UpstreamTls,
     parse_capture_mode,
+    parse_disk_full_wait,
     parse_flush_seconds,
     parse_host_port,
     parse_mode,
@@ -136,3 +137,14 @@ def test_capture_mode_and_flush_interval(tmp_path: Path) -> None:
     assert settings_from_toml(config) == {"listeners": (), "lossless": False, "flush_seconds": 0.5}
     defaults = ProxyConfig(listeners=(), out_dir=None)
     assert defaults.lossless and defaults.flush_seconds <= 1.0
+
+
+def test_disk_full_wait(tmp_path: Path) -> None:
+    assert parse_disk_full_wait("2.5") == 2.5 and parse_disk_full_wait("0") == 0
+    for bad in ("-1", "x", "4000"):
+        with pytest.raises(ConfigError, match="disk-full wait"):
+            parse_disk_full_wait(bad)
+    config = tmp_path / "proxy.toml"
+    config.write_text("disk_full_wait = 10\n")
+    assert settings_from_toml(config) == {"listeners": (), "disk_full_wait": 10.0}
+    assert 0 < ProxyConfig(listeners=(), out_dir=None).disk_full_wait <= 10
