@@ -17,7 +17,7 @@ HEADER_LENGTH = 5
 MAX_FRAGMENT = (1 << 14) + 2048
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made once a record, and frozen costs 3x to make
 class Record:
     content_type: int
     version: int

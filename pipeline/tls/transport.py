@@ -20,6 +20,7 @@ from pipeline.tls.records import HANDSHAKE
 from pipeline.tls.session import Plaintext, TlsAnomaly, TlsFacts, TlsSession
 from pipeline.websocket import Transport
 from pipeline.websocket.events import Control, Event, StompData, Violation
+from pipeline.websocket.transport import TCP
 
 # Records whose plaintext offsets are remembered per direction, to give inner events their TCP
 # offsets: a WebSocket frame longer than this many records gets the offset of the earliest kept.
@@ -59,6 +60,15 @@ class _OffsetMap:
         index = bisect_right(self.plain, plain_offset) - 1
         return self.tcp[max(index, 0)] if self.tcp else 0
 
+    def records(self, plain_offset: int, size: int) -> tuple[tuple[int, int], ...]:
+        """(plaintext offset, TCP offset) of the records that carried these bytes, the first
+        from ``plain_offset``."""
+        first = max(bisect_right(self.plain, plain_offset) - 1, 0)
+        last = bisect_right(self.plain, plain_offset + size - 1)
+        carried = [(plain_offset, self.tcp[first] if self.tcp else 0)]
+        carried += [(self.plain[i], self.tcp[i]) for i in range(first + 1, last)]
+        return tuple(carried)
+
 
 class TlsTransport:
     __slots__ = ("tls", "inner", "_maps", "_seen")
@@ -79,13 +89,27 @@ class TlsTransport:
         self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
     ) -> list[Event]:
         out: list[Event] = []
+        plain: list[bytes] = []
+        start = -1
+        offsets = self._maps[direction]
         for event in self.tls.receive(direction, ts_ns, tcp_offset, data):
             if isinstance(event, Plaintext):
-                self._maps[direction].add(event.offset, event.tcp_offset)
-                inner = self.inner.receive(direction, ts_ns, event.offset, event.data)
-                out += self._mapped(inner)
+                offsets.add(event.offset, event.tcp_offset)
+                if not plain:
+                    start = event.offset
+                plain.append(event.data)
             else:
                 out.append(_violation(event))
+        if not plain:
+            return out
+        # The records a TCP chunk completed go on as one piece, as plain TCP's bytes do
+        joined = plain[0] if len(plain) == 1 else b"".join(plain)
+        if self.inner.state == TCP:  # plain STOMP inside: the inner transport would pass it on
+            carried = offsets.records(start, len(joined))
+            piece = StompData(direction, ts_ns, start, carried[0][1], joined, False, carried[1:])
+            out.insert(0, piece)
+        else:
+            out[:0] = self._mapped(self.inner.receive(direction, ts_ns, start, joined))
         return out
 
     def receive_gap(
@@ -110,11 +134,19 @@ class TlsTransport:
         for event in events:
             if isinstance(event, StompData):
                 offsets = self._maps[Direction(event.direction)]
-                frames = event.frames or ((event.stomp_offset, event.tcp_offset),)
-                event = replace(
-                    event,
-                    tcp_offset=offsets.tcp_of(event.tcp_offset),
-                    frames=tuple((stomp, offsets.tcp_of(plain)) for stomp, plain in frames),
+                if event.frames or self.inner.websocket:
+                    frames = event.frames or ((event.stomp_offset, event.tcp_offset),)
+                    carried = tuple((stomp, offsets.tcp_of(plain)) for stomp, plain in frames)
+                else:  # plain STOMP: the STOMP stream is the plaintext stream
+                    carried = offsets.records(event.stomp_offset, len(event.data))
+                event = StompData(
+                    event.direction,
+                    event.ts_ns,
+                    event.stomp_offset,
+                    carried[0][1],
+                    event.data,
+                    event.whole_message,
+                    carried[1:],  # the first piece's offset is tcp_offset's
                 )
             elif (
                 isinstance(event, Control | Violation)

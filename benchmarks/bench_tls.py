@@ -1,0 +1,199 @@
+"""TLS-decrypted STOMP against plain STOMP over TCP: the same traffic (a broker's MESSAGEs and a
+client's ACKs, each frame written on its own as clients and brokers write them) through the
+session model directly, and through the TLS transport first (`pipeline.tls`: records cut out,
+decrypted with the key log's secrets, handed on), for TLS 1.3 and TLS 1.2 suites.
+
+The TLS bytes are real: OpenSSL on both sides (`tests/support/tls_pair.py`, in memory), in
+1460-byte TCP segments in the order they crossed. The paths take turns within each round; each
+TLS round is divided by the TCP time of the same round (its cost per STOMP byte against TCP's).
+Writes benchmarks/results/tls.md and .json (or to --out).
+
+    .venv/bin/python -m benchmarks.bench_tls [--messages 20000] [--repeat 7] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_websocket import measure, spread, traffic
+from pipeline.net import Direction
+from pipeline.session import Endpoint, SessionModel
+from pipeline.tls.keylog import KeyLog
+from pipeline.tls.transport import TlsTransport
+from pipeline.websocket import apply
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET_COST_VS_TCP = 1.3
+SEGMENT = 1460
+Script = list[tuple[Direction, int, bytes]]
+SUITES: dict[str, dict[str, Any]] = {
+    "tls13_aes128_gcm": {"tls13_suite": "TLS_AES_128_GCM_SHA256"},
+    "tls13_chacha20": {"tls13_suite": "TLS_CHACHA20_POLY1305_SHA256"},
+    "tls12_aes128_gcm": {"tls12_cipher": "ECDHE-RSA-AES128-GCM-SHA256"},
+    "tls12_aes128_cbc": {"tls12_cipher": "ECDHE-RSA-AES128-SHA256"},
+}
+LABELS = {
+    "tcp": "TCP (baseline)",
+    "tls13_aes128_gcm": "TLS 1.3 AES-128-GCM",
+    "tls13_chacha20": "TLS 1.3 ChaCha20-Poly1305",
+    "tls12_aes128_gcm": "TLS 1.2 ECDHE-RSA AES-128-GCM",
+    "tls12_aes128_cbc": "TLS 1.2 ECDHE-RSA AES-128-CBC-SHA256",
+}
+
+
+def segmented(wire: list[tuple[Direction, bytes]]) -> Script:
+    """(direction, offset, data) in crossing order, each write cut into TCP segments."""
+    out: Script = []
+    at = {Direction.C2S: 0, Direction.S2C: 0}
+    for direction, data in wire:
+        for start in range(0, len(data), SEGMENT):
+            piece = data[start : start + SEGMENT]
+            out.append((direction, at[direction], piece))
+            at[direction] += len(piece)
+    return out
+
+
+def _model() -> SessionModel:
+    return SessionModel("b", Endpoint("10.0.0.1", 1), Endpoint("10.0.0.2", 2))
+
+
+def tcp_path(script: Script) -> int:
+    model, frames = _model(), 0
+    for n, (direction, offset, data) in enumerate(script):
+        model.on_data(direction, n, offset, data)
+        if n % 64 == 0:
+            frames += len(model.drain()["frames"])
+    model.finish(len(script))
+    return frames + len(model.drain()["frames"])
+
+
+def tls_path(script: Script, keys: KeyLog) -> int:
+    model, transport, frames = _model(), TlsTransport(keys.get), 0
+    for n, (direction, offset, data) in enumerate(script):
+        apply(model, transport.receive(direction, n, offset, data))
+        if n % 64 == 0:
+            frames += len(model.drain()["frames"])
+    model.finish(len(script))
+    return frames + len(model.drain()["frames"])
+
+
+def conversations(messages: int) -> tuple[Script, dict[str, tuple[Script, KeyLog, str]]]:
+    from tests.support.tls_pair import converse
+
+    c2s, s2c = traffic(messages)
+    exchanges = [(Direction.C2S, c2s[0]), (Direction.C2S, c2s[1]), (Direction.S2C, s2c[0])]
+    for message, ack in zip(s2c[1:], c2s[2:], strict=True):
+        exchanges += [(Direction.S2C, message), (Direction.C2S, ack)]
+    tcp = segmented(exchanges)
+    out = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, options in SUITES.items():
+            talk = converse(Path(scratch), exchanges=exchanges, **options)
+            keys = KeyLog()
+            keys.add_lines(talk.keylog.splitlines())
+            out[name] = (segmented(talk.wire), keys, talk.cipher)
+    return tcp, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=7, help="rounds; each runs every path")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for tls.md/.json")
+    args = parser.parse_args(argv)
+    tcp, suites = conversations(args.messages)
+    stomp_bytes = sum(len(data) for _, _, data in tcp)
+    runs: dict[str, Callable[[], int]] = {"tcp": partial(tcp_path, tcp)}
+    for name, (script, keys, _) in suites.items():
+        runs[name] = partial(tls_path, script, keys)
+    load_before = os.getloadavg()[0]
+    seconds = measure(runs, args.repeat)
+    load_after = os.getloadavg()[0]
+    paths: dict[str, Any] = {}
+    for name in runs:
+        script = tcp if name == "tcp" else suites[name][0]
+        paths[name] = {
+            "wire_bytes": sum(len(data) for _, _, data in script),
+            "segments": len(script),
+            "seconds": spread(seconds[name], 4),
+            "stomp_mb_per_s_median": round(stomp_bytes / 1e6 / statistics.median(seconds[name]), 2),
+        }
+        if name != "tcp":
+            paths[name]["openssl_cipher"] = suites[name][2]
+    cost = {
+        name: spread([t / b for t, b in zip(seconds[name], seconds["tcp"], strict=True)], 3)
+        for name in suites
+    }
+    report = {
+        "messages": args.messages,
+        "frames": tcp_path(tcp),
+        "stomp_bytes": stomp_bytes,
+        "segment_bytes": SEGMENT,
+        "repeat": args.repeat,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1min": {"start": round(load_before, 2), "end": round(load_after, 2)},
+        "paths": paths,
+        "cost_vs_tcp": cost,
+        "target_cost_vs_tcp": TARGET_COST_VS_TCP,
+        "within_target": all(c["median"] <= TARGET_COST_VS_TCP for c in cost.values()),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "tls.json").write_text(json.dumps(report, indent=2) + "\n")
+    (args.out / "tls.md").write_text(markdown(report))
+    print(markdown(report))
+    return 0
+
+
+def markdown(report: dict[str, Any]) -> str:
+    load = report["load_average_1min"]
+    lines = [
+        "# STOMP over TLS, decrypted, against STOMP over TCP",
+        "",
+        f"{report['stomp_bytes'] / 1e6:.2f} MB of STOMP ({report['messages']} MESSAGEs with "
+        f"~340-byte JSON bodies and as many ACKs, {report['frames']} frames, each written on its "
+        "own) through the session model: as TCP segments of "
+        f"{report['segment_bytes']} bytes, and as real TLS records (OpenSSL on both sides) in "
+        "segments of the same size, decrypted with the client's key log by `pipeline.tls`. One "
+        f"core, CPU time, {report['repeat']} rounds in which the paths take turns; each TLS round "
+        "is divided by the TCP round it ran with. Python "
+        f"{report['python']} ({report['machine']}, {report['cpus']} CPUs, 1-minute load average "
+        f"{load['start']} at start and {load['end']} at end). Produced by "
+        "`benchmarks/bench_tls.py`.",
+        "",
+        "| path | wire MB | segments | s median (min-max) | STOMP MB/s | cost vs TCP median "
+        "(min-max) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, path in report["paths"].items():
+        s = path["seconds"]
+        ratio = "1.00"
+        if name in report["cost_vs_tcp"]:
+            c = report["cost_vs_tcp"][name]
+            ratio = f"{c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})"
+        lines.append(
+            f"| {LABELS[name]} | {path['wire_bytes'] / 1e6:.2f} | {path['segments']:,} "
+            f"| {s['median']:.3f} ({s['min']:.3f}-{s['max']:.3f}) "
+            f"| {path['stomp_mb_per_s_median']:.1f} | {ratio} |"
+        )
+    verdict = "met" if report["within_target"] else "not met"
+    lines += [
+        "",
+        f"Target: at most {report['target_cost_vs_tcp']}x the TCP cost per STOMP byte ({verdict}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
