@@ -94,7 +94,7 @@ def batch_sequence(lake: Lake, batch_id: str) -> int:
         if known is not None:
             return int(known["seq"])
         seq = _last_sequence(lake) + 1
-        write_json_atomic(_counter_path(lake), {"last": seq})
+        write_json_atomic(counter_path(lake), {"last": seq})
         registered_at = datetime.now(UTC).isoformat(timespec="seconds")
         write_json_atomic(entry, {"batch_id": batch_id, "seq": seq, "registered_at": registered_at})
         return seq
@@ -114,20 +114,59 @@ def begin_batch(
         files=tuple(files),
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    write_json_atomic(_pending_path(lake), pending.to_dict())
+    write_json_atomic(pending_path(lake), pending.to_dict())
     return pending
 
 
 def pending_batch(lake: Lake) -> PendingBatch | None:
-    data = read_json(_pending_path(lake))
+    data = read_json(pending_path(lake))
     return None if data is None else PendingBatch.from_dict(data)
+
+
+def read_pending(lake: Lake) -> PendingBatch | None:
+    """`pending_batch`, with ValueError saying what is wrong when the file is damaged."""
+    try:
+        return pending_batch(lake)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"not a pending batch (cut or garbled): {error!r}") from error
+
+
+def read_counter(lake: Lake) -> int | None:
+    """The last sequence number handed out, None when there is no counter; ValueError saying
+    what is wrong when the file is damaged."""
+    try:
+        counter = read_json(counter_path(lake))
+        return None if counter is None else int(counter["last"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"not a batch counter (cut or garbled): {error!r}") from error
+
+
+def registered_sequence(lake: Lake, batch_id: str) -> int | None:
+    """The batch's number when it has one (never allocates one); None otherwise or when its
+    registry entry cannot be read."""
+    try:
+        known = read_json(lake.state_dir / "batches" / f"{validate_batch_id(batch_id)}.json")
+        return None if known is None else int(known["seq"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def registered_batch(lake: Lake, seq: int) -> str | None:
+    """The batch id registered with number `seq`, if any."""
+    registry = lake.state_dir / "batches"
+    if not registry.is_dir():
+        return None
+    for entry in registry.glob("*.json"):
+        if registered_sequence(lake, entry.stem) == seq:
+            return entry.stem
+    return None
 
 
 def finish_batch(lake: Lake, batch_id: str) -> None:
     """Clear the pending mark once the ledger has recorded the batch."""
     pending = pending_batch(lake)
     if pending is not None and pending.batch_id == batch_id:
-        _pending_path(lake).unlink()
+        pending_path(lake).unlink()
 
 
 def _registry_dir(lake: Lake) -> Path:
@@ -135,18 +174,18 @@ def _registry_dir(lake: Lake) -> Path:
     return make_private_dir(lake.state_dir / "batches", SECRET_DIR_MODE)
 
 
-def _counter_path(lake: Lake) -> Path:
+def counter_path(lake: Lake) -> Path:
     return lake.state_dir / "batch-counter.json"
 
 
-def _pending_path(lake: Lake) -> Path:
+def pending_path(lake: Lake) -> Path:
     return lake.state_dir / "pending-batch.json"
 
 
 def _last_sequence(lake: Lake) -> int:
-    counter = read_json(_counter_path(lake))
-    if counter is not None:
-        return int(counter["last"])
+    last = read_counter(lake)
+    if last is not None:
+        return last
     # Counter lost: never hand out a number already given.
     registered = (read_json(p) for p in _registry_dir(lake).glob("*.json"))
     return max((int(r["seq"]) for r in registered if r is not None), default=0)

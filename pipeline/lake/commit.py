@@ -20,6 +20,7 @@ from deltalake import Field as DeltaField
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
+from pipeline.lake.integrity import record_new_commits
 from pipeline.lake.layout import private_umask
 from pipeline.lake.table_schema import SchemaMismatch, added_fields
 
@@ -134,7 +135,8 @@ def commit_files(
 ) -> int:
     """Add `files` to the table (creating it) in one transaction; returns the new version.
 
-    A table that exists and gets no files is left as it is.
+    A table that exists and gets no files is left as it is. Each new commit file is recorded
+    in the lake's `_state` (`pipeline.lake.integrity`), so later damage to it is found.
     """
     table = open_table(table_path)
     actions = [f.add_action() for f in files]
@@ -149,10 +151,12 @@ def commit_files(
                 name=table_path.name,
                 commit_properties=commit_properties(None, app_id, seq, batch_id),
             )
+            record_new_commits(table_path, -1)
             return 0
         new_columns = check_fits(table, schema, partition_by, table_path.name)
         if not actions:
             return table.version()
+        before = table.version()
         if new_columns:
             table.alter.add_columns(new_columns)
             table.update_incremental()
@@ -165,4 +169,5 @@ def commit_files(
             commit_properties=commit_properties(table, app_id, seq, batch_id),
         )
         table.update_incremental()
+        record_new_commits(table_path, before)
         return table.version()

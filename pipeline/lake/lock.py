@@ -1,7 +1,9 @@
-"""One run at a time per lake: an exclusive flock on <lake>/_state/lake.lock.
+"""One run at a time per lake: an exclusive flock on the lake's root folder itself.
 
+A lock on a file can be stolen by deleting the file (the next run locks a new inode); the root
+folder cannot be removed while the lake is in it. <lake>/_state/lake.lock is locked too (what
+earlier releases locked) and holds who the holder is, so a refused run can say who is in the way.
 The kernel drops a flock when its holder dies, even by SIGKILL, so a lock can never go stale.
-The holder writes who it is into the file, so a refused run can say who is in the way.
 """
 
 from __future__ import annotations
@@ -65,31 +67,41 @@ def read_lock_holder(lake: Lake) -> dict[str, Any] | None:
 def lake_lock(lake: Lake, *, wait: float = 0, poll_seconds: float = 0.1) -> Iterator[None]:
     """Hold the lake exclusively; wait up to `wait` seconds for another holder, then LakeBusy."""
     lake.ensure()
-    fd = os.open(lake.lock_path, os.O_RDWR | os.O_CREAT, SECRET_FILE_MODE)
+    root_fd = os.open(lake.root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        waited = _acquire(fd, wait, poll_seconds)
-        if waited is None:
-            raise LakeBusy(lake, read_lock_holder(lake), wait)
-        _write_holder(fd)
-        _held_by_this_process.add(str(lake.root))
+        fd = os.open(lake.lock_path, os.O_RDWR | os.O_CREAT, SECRET_FILE_MODE)
         try:
-            yield
+            if _acquire((root_fd, fd), wait, poll_seconds) is None:
+                raise LakeBusy(lake, read_lock_holder(lake), wait)
+            _write_holder(fd)
+            _held_by_this_process.add(str(lake.root))
+            try:
+                yield
+            finally:
+                _held_by_this_process.discard(str(lake.root))
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                fcntl.flock(root_fd, fcntl.LOCK_UN)
         finally:
-            _held_by_this_process.discard(str(lake.root))
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
     finally:
-        os.close(fd)
+        os.close(root_fd)
 
 
-def _acquire(fd: int, wait: float, poll_seconds: float) -> float | None:
-    """Seconds waited, or None when the lock stayed taken for `wait` seconds."""
+def _acquire(fds: tuple[int, ...], wait: float, poll_seconds: float) -> float | None:
+    """Seconds waited for all of `fds`, or None when one stayed taken for `wait` seconds (the
+    others then released)."""
     started = time.monotonic()
     while True:
+        taken: list[int] = []
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            for fd in fds:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                taken.append(fd)
             return time.monotonic() - started
         except BlockingIOError:
+            for fd in taken:
+                fcntl.flock(fd, fcntl.LOCK_UN)
             remaining = wait - (time.monotonic() - started)
             if remaining <= 0:
                 return None
