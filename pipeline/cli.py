@@ -31,6 +31,7 @@ EXIT_CODES = {
     2: "bad arguments or inputs, found before any work started",
     3: "the lake is busy with another run",
     4: "the batch failed validation and was quarantined: nothing of it was committed",
+    5: "the lake's own state is damaged: nothing was changed (stomp-lake doctor: how to repair)",
 }
 # A next step printed after the error line, by exit code.
 EXIT_ADVICE = {4: "review: stomp-lake quarantine --lake {lake}"}
@@ -116,6 +117,10 @@ PLUGIN_COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("pipeline.commands.audit", "run a saved traffic-audit query by name"),
     "report": ("pipeline.commands.report", "write a self-contained HTML traffic report"),
     "warm": ("pipeline.commands.warm", "make this install's JVM class archive (faster starts)"),
+    "doctor": (
+        "pipeline.commands.doctor",
+        "check the lake's own state (logs, ledger, batch state) and say how to repair it",
+    ),
 }
 
 
@@ -134,14 +139,15 @@ def exit_codes_epilog(codes: Sequence[int]) -> str:
 
 # The exit codes each command can end with (1 also for any failure nobody foresaw).
 COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
-    "run": (0, 1, 2, 3, 4),
-    "demo": (0, 1, 3, 4),
+    "run": (0, 1, 2, 3, 4, 5),
+    "demo": (0, 1, 3, 4, 5),
     "tables": (0, 1),
     "quarantine": (0, 1, 2, 3),
     "sql": (0, 1, 2),
     "audit": (0, 1, 2),
     "report": (0, 1, 2),
     "warm": (0,),
+    "doctor": (0, 1, 2, 5),
 }
 
 RUN_DESCRIPTION = """\

@@ -25,6 +25,7 @@ from pipeline.ingest.sniff import detect_format, unknown_format
 from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
 from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import FileFingerprint
+from pipeline.lake.integrity import ensure_intact
 from pipeline.lake.orphans import cleanup_lake
 from pipeline.lake.staged_tables import (
     commit_tables,
@@ -177,6 +178,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
     # Python's thresholds, collections walked them again and again (0.58 GB: validation 1.20-1.23
     # against 1.35-1.50 s, the driver's CPU 0.3 s less; runs alternated).
     with fewer_collections(), lake_lock(lake, wait=config.wait_lock), starting:
+        ensure_intact(lake)  # before anything reads or writes the lake's state
         ledger = Ledger(lake)
         pending = pending_batch(lake)
         if pending is not None:

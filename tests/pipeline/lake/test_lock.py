@@ -71,3 +71,42 @@ def test_lock_is_free_again_when_the_holder_is_killed(lake: Lake) -> None:
 def test_nested_lock_in_one_process_is_refused_not_deadlocked(lake: Lake) -> None:
     with lake_lock(lake), pytest.raises(LakeBusy, match=f"pid {os.getpid()}"), lake_lock(lake):
         pass
+
+
+def test_deleting_the_lock_file_does_not_free_the_lake(lake: Lake) -> None:
+    holder = start_holder(lake, 30)
+    try:
+        lake.lock_path.unlink()
+        with pytest.raises(LakeBusy), lake_lock(lake, wait=0.3):
+            pytest.fail("got the lock after its file was deleted")
+    finally:
+        holder.kill()
+        holder.wait()
+    with lake_lock(lake):  # free again once the holder is gone
+        assert holds_lake_lock(lake)
+
+
+def test_a_run_is_refused_when_the_lock_file_was_deleted_and_leaves_staging_alone(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """`stomp-lake run` while another holds the lake and its lock file is gone: exit 3, and
+    the holder's staging folder (young, unclaimed: a run under way) untouched."""
+    staging = lake.table_path("messages") / "_staging" / "B1.abcdef012345" / "parquet"
+    staging.mkdir(parents=True)
+    (staging / "part-0.parquet").write_bytes(b"PAR1 in progress")
+    holder = start_holder(lake, 60)
+    try:
+        lake.lock_path.unlink()
+        env = dict(os.environ, PYTHONPATH=str(REPO), STOMP_LAKE_WORK=str(tmp_path / "work"))
+        samples = REPO / "samples"
+        done = subprocess.run(
+            [sys.executable, "-m", "pipeline.cli", "run", "--input", str(samples),
+             "--lake", str(lake.root), "--no-validate"],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 3, done.stderr
+    assert "busy" in done.stderr and "Traceback" not in done.stderr
+    assert (staging / "part-0.parquet").read_bytes() == b"PAR1 in progress"
