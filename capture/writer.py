@@ -14,10 +14,11 @@ did not fit and retries them for up to ``disk_full_wait`` seconds while ``backlo
 the proxy's reading (traffic pauses, nothing is lost if space returns in time); past that, or
 at once in drop mode, payload is dropped and only control records are still tried, until a
 write succeeds again. One wait per episode (from the first failed write to the next one that
-succeeds), logged and counted. Payload lost at the disk is tallied per connection, direction
-and reason, with the time range of the lost bytes, and written as capture-loss blocks as
-soon as the disk takes them again (retried while idle, and at close); whatever is still
-unwritten at close is logged with its bytes and time range (``unrecorded_losses``).
+succeeds), none within DISK_REWAIT_SECONDS of a wait that ran out; logged and counted.
+Payload lost at the disk is tallied per connection, direction and reason, with the time
+range of the lost bytes, and written as capture-loss blocks as soon as the disk takes them
+again (retried while idle, and at close); whatever is still unwritten at close is logged
+with its bytes and time range (``unrecorded_losses``).
 
 Files are written as ``<name>.partial`` and renamed when complete, with mode 0640 by default.
 Queued records reach the file within ``flush_seconds`` (unless the disk is behind), and an
@@ -197,6 +198,7 @@ class CaptureWriter:
     _holding: bool = False
     _unrecorded_loss: dict[LossKey, LossTally] = field(default_factory=dict)
     _loss_tried_monotonic: float = 0.0
+    _loss_told: bool = False
     _synced_monotonic: float = 0.0
     _unsynced: bool = False
     _syncing: threading.Lock = field(default_factory=threading.Lock)
@@ -263,8 +265,9 @@ class CaptureWriter:
 
     def _log_unrecorded_loss(self) -> None:
         losses = self.unrecorded_losses()
-        if not losses:
+        if not losses or self._loss_told:
             return
+        self._loss_told = True
         total = LossTally()
         for _, _, tally in losses:
             total.add(tally.size, tally.records, tally.first_ts_ns, tally.last_ts_ns)
