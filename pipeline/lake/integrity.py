@@ -101,34 +101,32 @@ def record_path(lake: Lake, name: str) -> Path:
     return lake.state_dir / COMMITS_DIR / f"{name}.jsonl"
 
 
-def read_records(lake: Lake, name: str) -> dict[int, CommitRecord]:
-    """Version -> what was committed. A line a kill cut short is skipped (that version then goes
-    unchecked, as one never recorded)."""
+def read_records(lake: Lake, name: str) -> dict[str, CommitRecord]:
+    """Log file name (commit or checkpoint) -> what was written. A line a kill cut short is
+    skipped (that file then goes unchecked, as one never recorded)."""
     try:
         text = record_path(lake, name).read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    records: dict[int, CommitRecord] = {}
+    records: dict[str, CommitRecord] = {}
     for line in text.splitlines():
         try:
             entry = json.loads(line)
-            records[int(entry["version"])] = CommitRecord(int(entry["size"]), str(entry["sha256"]))
+            records[str(entry["file"])] = CommitRecord(int(entry["size"]), str(entry["sha256"]))
         except (ValueError, KeyError, TypeError):
             continue
     return records
 
 
 def record_commits(lake: Lake, name: str) -> None:
-    """Append the size and sha256 of every commit file of the table not recorded yet."""
+    """Append the size and sha256 of every commit and checkpoint file of the table not recorded
+    yet (the caller found the log intact)."""
     log_dir = lake.delta_path(name) / DELTA_LOG
     if not log_dir.is_dir():
         return
     known = read_records(lake, name)
-    new = [
-        {"version": version, **_digest(commit)}
-        for version, commit in sorted(commit_files(log_dir).items())
-        if version not in known
-    ]
+    found = [*commit_files(log_dir).values(), *checkpoint_files(log_dir)]
+    new = [{"file": f.name, **_digest(f)} for f in sorted(found) if f.name not in known]
     if new:
         _append_records(lake, name, new)
 
@@ -142,7 +140,7 @@ def record_new_commits(delta_path: Path, since: int) -> None:
     lake, name = found
     log_dir = delta_path / DELTA_LOG
     new = [
-        {"version": version, **_digest(commit)}
+        {"file": commit.name, **_digest(commit)}
         for version, commit in sorted(commit_files(log_dir).items())
         if version > since
     ]
@@ -186,6 +184,16 @@ def _append_records(lake: Lake, name: str, entries: list[dict[str, Any]]) -> Non
 # --- one Delta table ---------------------------------------------------------------------------
 
 
+def checkpoint_files(log_dir: Path) -> list[Path]:
+    with contextlib.suppress(FileNotFoundError):
+        return [
+            Path(entry.path)
+            for entry in os.scandir(log_dir)
+            if _CHECKPOINT_FILE.fullmatch(entry.name)
+        ]
+    return []
+
+
 def commit_files(log_dir: Path) -> dict[int, Path]:
     found: dict[int, Path] = {}
     with contextlib.suppress(FileNotFoundError):
@@ -218,18 +226,33 @@ def check_delta(lake: Lake, name: str) -> list[Damage]:
     records = read_records(lake, name)
     commits = commit_files(log_dir)
     checkpoint = _checkpoint(log, log_dir)
+    recorded_commits = {
+        int(match.group(1)): record
+        for file, record in records.items()
+        if (match := _COMMIT_FILE.fullmatch(file))
+    }
     if not commits and checkpoint is None:
-        if records:
-            last = max(records)
-            where = log_dir if path.is_dir() else path
-            log.damage(where, f"missing, though this lake committed versions up to {last}")
+        if recorded_commits:
+            first_recorded, last = min(recorded_commits), max(recorded_commits)
+            if log_dir.is_dir():
+                log.damage(
+                    log_dir / f"{first_recorded:020d}.json",
+                    "the log is empty, though this lake committed "
+                    + _versions(first_recorded, last),
+                )
+            else:
+                log.damage(
+                    log_dir if path.is_dir() else path,
+                    f"missing, though this lake committed {_versions(first_recorded, last)}",
+                )
         return log.findings
     top = max([*commits, -1 if checkpoint is None else checkpoint[0]])
     first = 0 if checkpoint is None else checkpoint[0] + 1
     missing = [v for v in range(first, top + 1) if v not in commits]
     for version in missing[:3]:
         log.damage(log_dir / f"{version:020d}.json", f"commit {version} of 0-{top} is missing")
-    for version, recorded in sorted(records.items()):
+    # Commits a checkpoint replaced are read by time travel only, and may go (log retention).
+    for version, recorded in sorted(recorded_commits.items()):
         commit = commits.get(version)
         if commit is None:
             if version > top:
@@ -237,11 +260,20 @@ def check_delta(lake: Lake, name: str) -> list[Damage]:
                     log_dir / f"{version:020d}.json",
                     f"commit {version} is missing, though this lake committed it",
                 )
-            continue
-        _check_recorded(log, commit, recorded)
+        elif version >= first:
+            _check_recorded(log, commit, recorded)
+    for part in [] if checkpoint is None else checkpoint[1]:
+        if part.name in records:
+            _check_recorded(log, part, records[part.name])
     if log.findings:
         return log.findings
-    actions = {version: _actions(log, commits[version]) for version in sorted(commits)}
+    # A checkpoint seen for the first time is checked against the commits it replaces.
+    replaced = checkpoint is not None and not all(p.name in records for p in checkpoint[1])
+    actions = {
+        version: _actions(log, commit)
+        for version, commit in sorted(commits.items())
+        if version >= first or replaced
+    }
     if log.findings:
         return log.findings
     if first == 0 and not any("metaData" in a for a in actions.get(0, [])):
@@ -252,17 +284,23 @@ def check_delta(lake: Lake, name: str) -> list[Damage]:
     return log.findings
 
 
+def _versions(first: int, last: int) -> str:
+    return f"version {first}" if first == last else f"versions {first}-{last}"
+
+
 def _check_recorded(log: _Log, commit: Path, recorded: CommitRecord) -> None:
     try:
         data = commit.read_bytes()
     except OSError as error:
         log.damage(commit, f"unreadable: {error.strerror}")
         return
-    if len(data) != recorded.size or hashlib.sha256(data).hexdigest() != recorded.sha256:
-        log.damage(
-            commit,
-            f"differs from what this lake committed ({len(data)} bytes, {recorded.size} recorded)",
-        )
+    if len(data) != recorded.size:
+        how = f"{len(data)} bytes, {recorded.size} committed"
+    elif hashlib.sha256(data).hexdigest() != recorded.sha256:
+        how = "same size, other bytes"
+    else:
+        return
+    log.damage(commit, f"differs from what this lake committed ({how})")
 
 
 def _checkpoint(log: _Log, log_dir: Path) -> tuple[int, list[Path]] | None:
@@ -331,7 +369,7 @@ def _replay(
         start = version + 1
         if all(v in actions for v in range(version + 1)):
             from_commits = _apply({}, actions, 0, version)
-            if set(from_commits) != set(files):
+            if {unquote(f) for f in from_commits} != {unquote(f) for f in files}:
                 log.damage(parts[0], f"disagrees with commits 0-{version} on the table's files")
     return _apply(files, actions, start, top)
 

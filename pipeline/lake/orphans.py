@@ -35,7 +35,7 @@ from pipeline.lake.staging import MANIFEST, active_staging
 from pipeline.lake.statefile import read_json
 
 DEFAULT_SAFETY_AGE_SECONDS = 3600.0
-LEDGER_FILE = re.compile(r"part-(\d{8})-[0-9a-f]{32}\.zstd\.parquet")
+LEDGER_FILE = re.compile(r"part-(\d{8,})-[0-9a-f]{32}\.zstd\.parquet")
 
 log = logging.getLogger(__name__)
 

@@ -1,20 +1,24 @@
 """The lake's state checked before a run: a real lake (the samples', made by a real run) damaged
 in each way a hostile test found; the run refuses with exit 5 and one line naming the file, and
-changes nothing."""
+changes nothing. Checkpoints on a small table committed as a run commits."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
+from pipeline.lake.commit import DataFile, app_id_for, commit_files
 from pipeline.lake.damage import DamagedLake
 from pipeline.lake.integrity import check_lake, ensure_intact, read_records, record_path
-from pipeline.lake.layout import LEDGER, Lake
+from pipeline.lake.layout import DELTA_LOG, LEDGER, Lake
 from tests.support.damaged_lake import DAMAGES, lake_copy, lake_files, run_cli
 
-pytestmark = pytest.mark.spark
+SCHEMA = pa.schema([pa.field("n", pa.int64())])
 
 
 @pytest.fixture
@@ -70,3 +74,81 @@ def test_a_record_cut_by_a_kill_is_not_damage(lake: Lake) -> None:
     assert check_lake(lake) == []
     ensure_intact(lake)  # appends on a line of its own
     assert check_lake(lake) == []
+
+
+def small_table(lake: Lake, commits: int) -> Path:
+    """A table of `commits` commits of one file each, committed as a run commits."""
+    path = lake.table_path("t")
+    path.mkdir(parents=True)
+    for seq in range(1, commits + 1):
+        name = f"part-{seq}.parquet"
+        pq.write_table(pa.table({"n": [seq]}), path / name)
+        placed = DataFile(name, (path / name).stat().st_size, {}, 0, 1)
+        commit_files(
+            path, [placed], schema=SCHEMA, partition_by=[], app_id=app_id_for("t"),
+            batch_id=f"B{seq}", seq=seq,
+        )  # fmt: skip
+    return path
+
+
+def checkpointed(tmp_path: Path) -> tuple[Lake, Path]:
+    lake = Lake(tmp_path / "small").ensure()
+    path = small_table(lake, 3)
+    DeltaTable(path).create_checkpoint()
+    return lake, path / DELTA_LOG / f"{2:020d}.checkpoint.parquet"
+
+
+def test_a_checkpoint_is_checked_against_its_commits_then_recorded(tmp_path: Path) -> None:
+    lake, checkpoint = checkpointed(tmp_path)
+    assert checkpoint.exists() and check_lake(lake) == []
+    ensure_intact(lake)
+    assert checkpoint.name in read_records(lake, "t")
+    for version in range(3):  # log retention may remove what a checkpoint replaced
+        (checkpoint.parent / f"{version:020d}.json").unlink()
+    assert check_lake(lake) == []
+
+
+def test_a_checkpoint_changed_after_it_was_recorded_is_damage(tmp_path: Path) -> None:
+    lake, checkpoint = checkpointed(tmp_path)
+    ensure_intact(lake)
+    rows = pq.read_table(checkpoint)
+    pq.write_table(rows.slice(0, rows.num_rows - 1), checkpoint)
+    assert [d.path for d in check_lake(lake)] == [checkpoint]
+
+
+def test_a_checkpoint_disagreeing_with_its_commits_is_damage(tmp_path: Path) -> None:
+    lake, checkpoint = checkpointed(tmp_path)
+    rows = pq.read_table(checkpoint)
+    keep = [i for i, add in enumerate(rows.column("add").to_pylist()) if not add][:]
+    keep += [i for i, add in enumerate(rows.column("add").to_pylist()) if add][1:]
+    pq.write_table(rows.take(sorted(keep)), checkpoint)
+    (finding,) = check_lake(lake)
+    assert finding.path == checkpoint and "disagrees with commits 0-2" in finding.problem
+
+
+def test_a_garbled_checkpoint_pointer_is_damage(tmp_path: Path) -> None:
+    lake, checkpoint = checkpointed(tmp_path)
+    pointer = checkpoint.parent / "_last_checkpoint"
+    pointer.write_text('{"vers')
+    assert [d.path for d in check_lake(lake)] == [pointer]
+
+
+def test_a_missing_or_cut_data_file_is_damage(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "small").ensure()
+    path = small_table(lake, 2)
+    (path / "part-1.parquet").unlink()
+    with (path / "part-2.parquet").open("ab") as grown:
+        grown.write(b"x")
+    problems = {d.path.name: d.problem for d in check_lake(lake)}
+    assert problems["part-1.parquet"] == "data file of the current version is missing"
+    assert problems["part-2.parquet"].endswith("bytes, the log says " + str(
+        (path / "part-2.parquet").stat().st_size - 1
+    ))  # fmt: skip
+
+
+def test_a_commit_the_lake_never_wrote_is_found_missing(tmp_path: Path) -> None:
+    lake = Lake(tmp_path / "small").ensure()
+    path = small_table(lake, 3)
+    (path / DELTA_LOG / f"{2:020d}.json").unlink()  # the newest: no gap to show it
+    (finding,) = check_lake(lake)
+    assert "commit 2 is missing, though this lake committed it" in finding.problem
