@@ -17,3 +17,10 @@ class UsageError(StompLakeError):
     """Bad arguments or inputs, found before any work starts."""
 
     exit_code = 2
+
+
+class DiskFull(StompLakeError):
+    """No space left on the device a run was writing to; what was committed stays committed,
+    and the same run, once there is space, goes on from there (`pipeline.lake.full_disk`)."""
+
+    exit_code = 1

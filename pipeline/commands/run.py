@@ -7,10 +7,13 @@ from pathlib import Path
 
 from pipeline.commands.options import verbosity
 from pipeline.commands.progress import RunProgress
+from pipeline.errors import StompLakeError
+from pipeline.lake.full_disk import disk_full
 from pipeline.lake.layout import Lake
 from pipeline.runner import RunConfig, RunResult, discover, run
 from pipeline.session import ModelOptions
 from pipeline.session.clock import to_datetime
+from pipeline.spark.session import scratch_dir
 from pipeline.stomp.commands import ALL_COMMANDS
 from pipeline.validation.docs_index import batch_page_path
 
@@ -90,10 +93,19 @@ def _known(by_command: dict[str, int]) -> list[tuple[str, int]]:
 
 
 def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
-    """Errors of the StompLakeError family propagate: the CLI maps them to exit codes."""
+    """Errors of the StompLakeError family propagate: the CLI maps them to exit codes. A full
+    disk, in whatever form it surfaced, becomes one of them (DiskFull)."""
     config = config_from_args(args)
-    with RunProgress(config.verbosity) as progress:
-        result = run(config, progress)
+    try:
+        with RunProgress(config.verbosity) as progress:
+            result = run(config, progress)
+    except StompLakeError:
+        raise
+    except Exception as error:
+        full = disk_full(error, config.lake, scratch_dir())
+        if full is None:
+            raise
+        raise full from None
     print(format_summary(result, config.lake))
     if demo:
         print(f"query them: .venv/bin/stomp-lake tables --lake {config.lake}")

@@ -1,4 +1,5 @@
-"""Crash tests' hooks: `failpoint(name)` kills this process by SIGKILL at a chosen moment.
+"""Crash tests' hooks: `failpoint(name)` kills this process by SIGKILL at a chosen moment, or
+holds it there while a test changes the world around it (fills the disk).
 
 Set `STOMP_LAKE_KILL_AT=<name>` to die the first time the named point is reached, or
 `<name>:<N>` to die the N-th time (e.g. the third table commit). With the variable unset a
@@ -7,10 +8,14 @@ handler, closes no file properly and leaves the lake exactly as a power cut or t
 would.
 
 Points, in the order a run reaches them: `run.batch_begun`; per table `lake.staged` (Spark
-wrote the staging Parquet), then after validation `run.validated`, then per table
-`lake.placed` (files in their partition folders, before the delta-rs commit) and
-`lake.committed` (after it, staging folder not yet released); `run.carried_written`,
-`ledger.placed` (ledger file written, not committed), `run.ledger_recorded`, `run.advanced`.
+wrote the staging Parquet), `run.staged` (all staged, before validation), then after validation
+`run.validated`, `run.carried_written`, then per table `lake.placed` (files in their partition
+folders, before the delta-rs commit) and `lake.committed` (after it, staging folder not yet
+released); `ledger.placed` (ledger file written, not committed), `run.ledger_recorded`,
+`run.advanced`.
+
+`STOMP_LAKE_PAUSE_AT=<name>[:<N>]` with `STOMP_LAKE_PAUSE_DIR=<folder>` holds the process at
+the point instead: it creates `<folder>/<name>.paused` and goes on once that file is removed.
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections import Counter
+from pathlib import Path
 
 KILL_AT_ENV = "STOMP_LAKE_KILL_AT"
+PAUSE_AT_ENV = "STOMP_LAKE_PAUSE_AT"
+PAUSE_DIR_ENV = "STOMP_LAKE_PAUSE_DIR"
+PAUSE_POLL_S = 0.05
 
 _reached: Counter[str] = Counter()
 
@@ -34,18 +44,31 @@ def parse_kill_at(spec: str) -> tuple[str, int]:
 
 
 def failpoint(name: str) -> None:
-    """Die by SIGKILL here when `STOMP_LAKE_KILL_AT` names this point (and its count)."""
-    spec = os.environ.get(KILL_AT_ENV)
-    if not spec:
-        return
-    target, count = parse_kill_at(spec)
-    if target != name:
+    """Die by SIGKILL here when `STOMP_LAKE_KILL_AT` names this point (and its count); wait
+    here when `STOMP_LAKE_PAUSE_AT` does."""
+    kill_at, pause_at = os.environ.get(KILL_AT_ENV), os.environ.get(PAUSE_AT_ENV)
+    if not kill_at and not pause_at:
         return
     _reached[name] += 1
-    if _reached[name] == count:
+    if pause_at and _names(pause_at, name):
+        _pause(name, Path(os.environ[PAUSE_DIR_ENV]))
+    if kill_at and _names(kill_at, name):
         print(
-            f"stomp-lake: failpoint {name}:{count} reached, killing pid {os.getpid()}",
+            f"stomp-lake: failpoint {name}:{_reached[name]} reached, killing pid {os.getpid()}",
             file=sys.stderr,
             flush=True,
         )
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _names(spec: str, name: str) -> bool:
+    """Whether `spec` (`name` or `name:N`) names this point at its current count."""
+    target, count = parse_kill_at(spec)
+    return target == name and _reached[name] == count
+
+
+def _pause(name: str, folder: Path) -> None:
+    marker = folder / f"{name}.paused"
+    marker.touch()
+    while marker.exists():
+        time.sleep(PAUSE_POLL_S)

@@ -187,7 +187,7 @@ def build_spark(
         builder = builder.config(key, value)
     quiet_query_context(verbosity)
     starting = SparkSession.getActiveSession() is None
-    noise = JVM_NOISE if verbosity == 0 else ()
+    noise = JVM_NOISE if verbosity <= 0 else ()  # -v and -vv show everything
     with jvm_output(noise) if starting else contextlib.nullcontext():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(LOG_LEVELS[min(max(verbosity, 0), 2)].upper())

@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.lake.failpoints import KILL_AT_ENV, failpoint, parse_kill_at
+from pipeline.lake.failpoints import (
+    KILL_AT_ENV,
+    PAUSE_AT_ENV,
+    PAUSE_DIR_ENV,
+    failpoint,
+    parse_kill_at,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = (
@@ -69,9 +75,29 @@ def test_names_may_hold_colons_and_dots() -> None:
 
 def test_an_unset_failpoint_costs_next_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(KILL_AT_ENV, raising=False)
+    monkeypatch.delenv(PAUSE_AT_ENV, raising=False)
     calls = 200_000
     started = time.perf_counter()
     for _ in range(calls):
         failpoint("run.validated")
     per_call = (time.perf_counter() - started) / calls
     assert per_call < 5e-6
+
+
+def test_a_pause_holds_the_process_until_its_marker_is_removed(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != KILL_AT_ENV}
+    env.update({PAUSE_AT_ENV: "b:2", PAUSE_DIR_ENV: str(tmp_path)})
+    process = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+    )
+    marker = tmp_path / "b.paused"
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.2)
+    assert process.poll() is None  # still held
+    marker.unlink()
+    out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert out.split() == ["a", "b", "b", "b", "c"]
