@@ -110,3 +110,41 @@ def test_a_run_is_refused_when_the_lock_file_was_deleted_and_leaves_staging_alon
     assert done.returncode == 3, done.stderr
     assert "busy" in done.stderr and "Traceback" not in done.stderr
     assert (staging / "part-0.parquet").read_bytes() == b"PAR1 in progress"
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_real_run_keeps_the_lake_when_its_lock_file_is_deleted(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """A run held after it staged its first table; its lock file deleted; a second run is
+    refused (exit 3) and the first run's staging is untouched; the first then finishes."""
+    pause_dir = tmp_path / "pause"
+    pause_dir.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO), STOMP_LAKE_WORK=str(tmp_path / "work"))
+    env.update(STOMP_LAKE_PAUSE_AT="lake.staged", STOMP_LAKE_PAUSE_DIR=str(pause_dir))
+    command = [sys.executable, "-m", "pipeline.cli", "run", "--input", str(REPO / "samples"),
+               "--lake", str(lake.root), "--no-validate", "--master", "local[2]"]  # fmt: skip
+    first = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        marker = pause_dir / "lake.staged.paused"
+        deadline = time.monotonic() + 300
+        while not marker.exists():
+            assert first.poll() is None, first.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the first run never reached lake.staged"
+            time.sleep(0.1)
+        staging = {p: p.stat().st_mtime_ns for p in lake.tables_dir.rglob("_staging/**/*")}
+        assert staging, "the first run staged nothing"
+        lake.lock_path.unlink()
+        second_env = {k: v for k, v in env.items() if not k.startswith("STOMP_LAKE_PAUSE")}
+        second = subprocess.run(command, cwd=REPO, env=second_env, capture_output=True,
+                                text=True, timeout=120, check=False)  # fmt: skip
+        assert second.returncode == 3, second.stderr
+        assert {p: p.stat().st_mtime_ns for p in staging} == staging
+        marker.unlink()
+        assert first.wait(timeout=300) == 0, first.communicate()[1][-3000:]
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
