@@ -421,15 +421,35 @@ def _check_files(log: _Log, files: dict[str, int], *, footers: bool) -> None:
 
 
 def check_batch_state(lake: Lake) -> list[Damage]:
-    from pipeline.lake.batches import counter_path, pending_path, read_counter, read_pending
+    from pipeline.lake.batches import (
+        counter_path,
+        pending_path,
+        read_counter,
+        read_pending,
+        registered_sequence,
+    )
 
     findings: list[Damage] = []
+    counter: int | None = None
     try:
-        read_counter(lake)
+        counter = read_counter(lake)
     except ValueError as error:
         findings.append(Damage(counter_path(lake), str(error), REBUILD_COUNTER))
     try:
-        read_pending(lake)
+        pending = read_pending(lake)
     except ValueError as error:
         findings.append(Damage(pending_path(lake), str(error), RESTORE_PENDING))
+        pending = None
+    registry = lake.state_dir / "batches"
+    if counter is None and registry.is_dir():
+        entries = sorted(registry.glob("*.json"))  # what a lost counter is rebuilt from
+    elif pending is not None:
+        entries = [registry / f"{pending.batch_id}.json"]
+    else:
+        entries = []
+    for entry in entries:
+        if entry.exists() and registered_sequence(lake, entry.stem) is None:
+            findings.append(
+                Damage(entry, "not a batch registry entry (cut or garbled)", RESTORE_FILE)
+            )
     return findings

@@ -152,3 +152,17 @@ def test_a_commit_the_lake_never_wrote_is_found_missing(tmp_path: Path) -> None:
     (path / DELTA_LOG / f"{2:020d}.json").unlink()  # the newest: no gap to show it
     (finding,) = check_lake(lake)
     assert "commit 2 is missing, though this lake committed it" in finding.problem
+
+
+def test_a_lost_counter_is_rebuilt_unless_a_registry_entry_is_garbled(tmp_path: Path) -> None:
+    from pipeline.lake.batches import batch_sequence, counter_path
+
+    lake = Lake(tmp_path / "small").ensure()
+    assert [batch_sequence(lake, b) for b in ("B1", "B2")] == [1, 2]
+    counter_path(lake).unlink()  # the documented repair of a garbled counter
+    assert check_lake(lake) == []
+    entry = lake.state_dir / "batches" / "B2.json"
+    entry.write_text('{"seq": ')
+    assert [d.path for d in check_lake(lake)] == [entry]
+    entry.write_text('{"batch_id": "B2", "seq": 2}')
+    assert batch_sequence(lake, "B3") == 3
