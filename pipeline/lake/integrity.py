@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ COMMITS_DIR = "commits"
 LAST_CHECKPOINT = "_last_checkpoint"
 _COMMIT_FILE = re.compile(r"(\d{20})\.json")
 _CHECKPOINT_FILE = re.compile(r"(\d{20})\.checkpoint(?:\.\d+\.\d+)?\.parquet")
+
+logger = logging.getLogger(__name__)
 
 RESTORE_TABLE = "restore {folder} together with _state/ from one backup of the lake"
 RESTORE_FILE = "restore the file from a backup of the lake"
@@ -133,19 +136,23 @@ def record_commits(lake: Lake, name: str) -> None:
 
 def record_new_commits(delta_path: Path, since: int) -> None:
     """After a commit: record the table's commit files above version `since` (-1: a new table),
-    when the table is one of a lake's."""
+    when the table is one of a lake's. The commit stands whatever happens here: a record that
+    cannot be written (a full disk) is written by the next run that finds the lake intact."""
     found = lake_of(delta_path)
     if found is None:
         return
     lake, name = found
     log_dir = delta_path / DELTA_LOG
-    new = [
-        {"file": commit.name, **_digest(commit)}
-        for version, commit in sorted(commit_files(log_dir).items())
-        if version > since
-    ]
-    if new:
-        _append_records(lake, name, new)
+    try:
+        new = [
+            {"file": commit.name, **_digest(commit)}
+            for version, commit in sorted(commit_files(log_dir).items())
+            if version > since
+        ]
+        if new:
+            _append_records(lake, name, new)
+    except OSError as error:
+        logger.warning("commits of %s not recorded yet: %s", delta_path, error)
 
 
 def lake_of(delta_path: Path) -> tuple[Lake, str] | None:
