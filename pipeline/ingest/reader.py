@@ -94,6 +94,10 @@ class CaptureReader:
             self._file.close()
             self._file = None
 
+    def mapped(self) -> bytes | mmap.mmap:
+        """The file's bytes as mapped (empty when closed or empty)."""
+        return self._buf
+
     def payload(self, packet: TcpPacket) -> bytes:
         """The captured payload bytes of a packet this reader yielded."""
         return self._buf[packet.payload_offset : packet.payload_offset + packet.payload_len]

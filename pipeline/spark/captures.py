@@ -39,7 +39,7 @@ __all__ = [
 
 PIECE_SCHEMA = pa.schema(
     [
-        ("record_type", pa.string()),  # "piece" | "anomaly" | "stats"
+        ("record_type", pa.string()),  # "piece" | "anomaly" | "stats" | "tls_client_random"
         ("flow_key", pa.string()),
         ("file_id", pa.int32()),
         ("ts_ns", pa.int64()),  # a piece's first packet (see Piece.first)
@@ -125,10 +125,12 @@ def read_split(
     counters: TaskCounters | None = None,
     *,
     compiled: bool = True,
+    tls_randoms: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Piece, anomaly and stats rows of one split. ``compiled``: read plain TCP packets with
     the compiled scanner when it is built (`pipeline.ingest.scan`); False reads every packet
-    in Python, the reference the two are tested against."""
+    in Python, the reference the two are tested against. ``tls_randoms``: a row for each
+    ClientHello's random too (`client_randoms`: which secrets of the key logs the run needs)."""
     scanner = new_scanner() if compiled else None
     reader = CaptureReader.from_split(split, scanner)
     builder = PieceBuilder(file_id)
@@ -136,6 +138,7 @@ def read_split(
     side: list[tuple[str, int | None, str]] = []
     window = CaptureWindow()
     flow_packets: Counter[str] = Counter()  # for the flow pass's placement
+    randoms = ClientRandoms(reader) if tls_randoms else None
     for item in reader.scan():
         if isinstance(item, CaptureAnomaly):
             side.append(("anomaly", item.offset, f"{item.kind}: {item.detail}"))
@@ -148,11 +151,13 @@ def read_split(
             builder.add_scanned(item)
             item.clear()
         if held >= piece_packets:
-            yield window.widened_by(_counted(builder.pieces(), flow_packets))
+            yield window.widened_by(_counted(builder.pieces(), flow_packets, randoms))
             held = 0
-    reader.close()
     if held:
-        yield window.widened_by(_counted(builder.pieces(), flow_packets))
+        yield window.widened_by(_counted(builder.pieces(), flow_packets, randoms))
+    if randoms is not None:
+        side += randoms.close()
+    reader.close()
     stats = {**asdict(reader.stats), **asdict(window), "flows": heaviest(flow_packets)}
     side.append(("stats", None, json.dumps(stats)))
     yield _side_batch(file_id, side)
@@ -160,20 +165,63 @@ def read_split(
         counters.split_read(file_id, split.end - split.start, reader.stats.packets)
 
 
-def _counted(pieces: Iterable[Piece], flow_packets: Counter[str]) -> list[Piece]:
+def _counted(
+    pieces: Iterable[Piece], flow_packets: Counter[str], randoms: ClientRandoms | None = None
+) -> list[Piece]:
     listed = list(pieces)
     for piece in listed:
         flow_packets[piece.key] += len(piece.packets)
+        if randoms is not None:
+            randoms.add(piece)
     return listed
 
 
+class ClientRandoms:
+    """The random of each TLS ClientHello a split holds, found by looking at the first bytes
+    of each packet's payload in the mapped file (a handshake record whose first message is a
+    ClientHello, its random at bytes 11-43), for all of a piece's packets at once."""
+
+    __slots__ = ("_bytes", "_buf", "rows")
+
+    def __init__(self, reader: CaptureReader) -> None:
+        self._buf = reader.mapped()
+        self._bytes = np.frombuffer(self._buf, dtype=np.uint8) if len(self._buf) else None
+        self.rows: list[tuple[str, int | None, str]] = []
+
+    def add(self, piece: Piece) -> None:
+        data = self._bytes
+        if data is None:
+            return
+        packets = piece.packets
+        candidates = packets[packets["payload_len"] >= 43]
+        if not len(candidates):
+            return
+        start = candidates["payload_offset"]
+        hello = (data[start] == 0x16) & (data[start + 1] == 3) & (data[start + 5] == 1)
+        for offset, record in zip(
+            start[hello].tolist(), candidates["record_offset"][hello].tolist(), strict=True
+        ):
+            random = bytes(self._buf[offset + 11 : offset + 43])
+            self.rows.append(("tls_client_random", record, random.hex()))
+
+    def close(self) -> list[tuple[str, int | None, str]]:
+        """The rows found; the view of the file let go (a mapping cannot close while viewed)."""
+        self._bytes = None
+        return self.rows
+
+
 def read_paths(
-    paths: Sequence[str], split_bytes: int = DEFAULT_SPLIT_BYTES, *, compiled: bool = True
+    paths: Sequence[str],
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    *,
+    compiled: bool = True,
+    tls_randoms: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Every split of the files in turn, in this process: the capture pass without Spark
     (benchmarks, and the tests that hold the compiled reading to the pure one)."""
     for task in plan_tasks(paths, split_bytes):
-        yield from read_split(task.file_id, pickle.loads(task.split), compiled=compiled)
+        split = pickle.loads(task.split)
+        yield from read_split(task.file_id, split, compiled=compiled, tls_randoms=tls_randoms)
 
 
 def packets_by_flow(
@@ -216,9 +264,12 @@ def packets_frame(
     paths: Sequence[str],
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     counters: TaskCounters | None = None,
+    *,
+    tls_randoms: bool = False,
 ) -> DataFrame:
-    """One row per flow and split (plus anomaly and stats rows) of the given capture files;
-    `counters` (progress) are added to as each split is read."""
+    """One row per flow and split (plus anomaly and stats rows, and with ``tls_randoms`` the
+    ClientHellos' randoms) of the given capture files; `counters` (progress) are added to as
+    each split is read."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     tasks = plan_tasks(paths, split_bytes)
@@ -234,7 +285,9 @@ def packets_frame(
         for batch in batches:
             for number in batch.column(0).to_pylist():
                 for file_id, split in (splits[i] for i in groups[number]):
-                    yield from read_split(file_id, pickle.loads(split), counters=counters)
+                    yield from read_split(
+                        file_id, pickle.loads(split), counters=counters, tls_randoms=tls_randoms
+                    )
 
     numbers = spark.range(0, len(groups), 1, len(groups) or 1)
     return numbers.mapInArrow(read, from_arrow_schema(PIECE_SCHEMA))

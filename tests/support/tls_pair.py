@@ -178,3 +178,21 @@ def converse(
     talk.version = client.version() or ""
     talk.cipher = (client.cipher() or ("",))[0]
     return talk
+
+
+def write_capture(
+    talk: Conversation,
+    path: Path,
+    *,
+    client: tuple[str, int] = ("10.0.0.5", 40123),
+    server: tuple[str, int] = ("10.0.0.1", 61614),
+) -> Path:
+    """The conversation as a pcap a passive capture would hold: its bytes in 1460-byte segments
+    in the order they crossed, with the TCP handshake and FINs (`tests.support.pcapgen`)."""
+    from tests.support import pcapgen
+
+    chunks = [pcapgen.Chunk(direction is Direction.C2S, data) for direction, data in talk.wire]
+    conversation = pcapgen.Conversation(client=client, server=server, chunks=chunks)
+    capture = pcapgen.generate([conversation])
+    pcapgen.write_pcap(path, capture.packets, linktype=pcapgen.LINKTYPE_ETHERNET, nanos=True)
+    return path

@@ -14,7 +14,9 @@ from pipeline.spark.captures import (
     MAX_TASK_SPLITS,
     PIECE_SCHEMA,
     capture_tasks,
+    packets_by_flow,
     plan_tasks,
+    read_paths,
     read_split,
     split_groups,
 )
@@ -115,3 +117,21 @@ def test_capture_tasks_two_a_core_in_whole_waves_each_reading_a_bounded_number_o
             assert 1 <= tasks <= splits
             assert -(-splits // tasks) <= MAX_TASK_SPLITS
             assert tasks == splits or tasks % cores == 0
+
+
+def test_clienthello_randoms_are_found_when_asked(tmp_path: Path) -> None:
+    from pipeline.net import Direction
+    from tests.support.tls_pair import converse, write_capture
+
+    talks = [converse(tmp_path, exchanges=[(Direction.C2S, b"CONNECT\n\n\x00")]) for _ in range(2)]
+    paths = [str(write_capture(t, tmp_path / f"tls-{n}.pcap")) for n, t in enumerate(talks)]
+    randoms = {line.split()[1] for t in talks for line in t.keylog.splitlines() if line[:1] != "#"}
+    _, side = packets_by_flow(read_paths(paths, tls_randoms=True))
+    found = [detail for kind, _, offset, detail in side if kind == "tls_client_random"]
+    assert sorted(found) == sorted(randoms)
+    _, side = packets_by_flow(read_paths(paths))
+    assert not [row for row in side if row[0] == "tls_client_random"]
+    _, side = packets_by_flow(
+        read_paths([str(SAMPLES / "activemq-queues-acks.pcap")], tls_randoms=True)
+    )
+    assert not [row for row in side if row[0] == "tls_client_random"]
