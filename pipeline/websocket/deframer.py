@@ -84,6 +84,8 @@ class Deframer:
         "_text",
         "_first_piece",
         "_inflate_broken",
+        "_failed_at",
+        "_skipped",
         "_out",
         "_ts",
         "_pending",
@@ -113,7 +115,9 @@ class Deframer:
         self._utf8: codecs.IncrementalDecoder | None = None  # once a text message is not ASCII
         self._text = False  # the open message is text, not yet found invalid
         self._first_piece = True  # the next STOMP bytes are the first of their message
-        self._inflate_broken = False
+        self._inflate_broken = False  # with context takeover, for good: the window is lost
+        self._failed_at = 0  # TCP offset of the message whose inflation failed
+        self._skipped = 0  # compressed messages skipped since
         self._out: list[Event] = []
         self._ts = 0
         self._pending: list[tuple[int, int, bytes]] = []  # (stomp_offset, tcp_offset, bytes)
@@ -229,7 +233,9 @@ class Deframer:
                 if body <= size:  # the header is here: the payload goes on in later data
                     key = data[at:body] if masked_bit else None
                     self._frame = _Frame(first & 0x0F, True, key, length, base + position)
-                    self._open_message(first & 0x0F, compressed=bool(compressed))
+                    self._open_message(
+                        first & 0x0F, compressed=bool(compressed), start=base + position
+                    )
                     position = body
                 break
             start = base + position
@@ -239,8 +245,11 @@ class Deframer:
                 payload = data[at:end]
             position = end
             if compressed:
-                if inflater is None or self._inflate_broken:
+                if inflater is None:
                     payload = self._inflate(payload, start, True)
+                elif self._inflate_broken:
+                    payload = b""
+                    self._skip_message(start)
                 else:  # _inflate's first branch, inline
                     try:
                         payload = inflater.end_message(payload)
@@ -344,9 +353,11 @@ class Deframer:
             self._close_message(start)
         if rsv1 and self.inflater is None:
             self._violation(v.RESERVED_BITS, start, "RSV1 without permessage-deflate")
-        self._open_message(opcode, compressed=rsv1 and self.inflater is not None)
+        self._open_message(opcode, compressed=rsv1 and self.inflater is not None, start=start)
 
-    def _open_message(self, opcode: int, *, compressed: bool) -> None:
+    def _open_message(self, opcode: int, *, compressed: bool, start: int = 0) -> None:
+        if compressed and self._inflate_broken:
+            self._skip_message(start)
         self._message = opcode
         self._compressed = compressed
         self._text = opcode == TEXT
@@ -404,6 +415,18 @@ class Deframer:
     def _inflate_failed(self, error: InflateError, start: int) -> None:
         self._violation(v.INFLATE_FAILED, start, str(error))
         self._inflate_broken = True
+        self._failed_at = start
+        self._skipped = 0
+
+    def _skip_message(self, start: int) -> None:
+        """A compressed message after a failure with context takeover: its window is lost, so
+        it is not inflated, but it is told (how many so far, where the failure was)."""
+        self._skipped += 1
+        detail = (
+            f"compressed message {self._skipped} since the inflate failure at TCP offset "
+            f"{self._failed_at}: context takeover, window lost, not inflated"
+        )
+        self._violation(v.INFLATE_SKIPPED, start, detail)
 
     def _check_utf8(self, piece: bytes, start: int, *, final: bool) -> None:
         """Text messages must be UTF-8; an ASCII-only message never builds a decoder."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_HEAD = 16 * 1024  # an upgrade head longer than this is not what a STOMP client sends
+# An upgrade head (request or response) must end within this many bytes, as HTTP servers bound
+# their headers; it is also what the transport holds per direction while the upgrade is
+# undecided (`pipeline.websocket.transport`).
+MAX_HEAD = 64 * 1024
 STOMP_SUBPROTOCOLS: frozenset[str] = frozenset({"v10.stomp", "v11.stomp", "v12.stomp"})
 _GET = b"GET "
 
@@ -43,12 +46,15 @@ class Deflate:
     server_max_window_bits: int = 15
 
 
-def head_end(buffer: bytes | bytearray) -> int:
-    """Index just past the blank line that ends an HTTP head, -1 if not there yet."""
-    end = buffer.find(b"\r\n\r\n")
+def head_end(buffer: bytes | bytearray, start: int = 0) -> int:
+    """Index just past the blank line that ends an HTTP head, -1 if not there yet.
+
+    ``start``: where to look from, for a buffer that grows and was searched before up to
+    ``len - 3`` (a blank line may straddle the old end), so that each byte is looked at once."""
+    end = buffer.find(b"\r\n\r\n", start)
     if end >= 0:
         return end + 4
-    end = buffer.find(b"\n\n")  # bare LF line ends: tolerated, as most servers do
+    end = buffer.find(b"\n\n", start)  # bare LF line ends: tolerated, as most servers do
     return end + 2 if end >= 0 else -1
 
 
@@ -80,8 +86,20 @@ def opening(buffer: bytes | bytearray) -> bool | None:
     end = head_end(buffer)
     if end < 0:
         return None if len(buffer) < MAX_HEAD else False
-    head = parse_head(bytes(buffer[:end]))
-    return head is not None and "websocket" in [t.lower() for t in head.tokens("upgrade")]
+    return is_upgrade(buffer[:end])
+
+
+def starts_like_get(buffer: bytes | bytearray) -> bool:
+    """Whether a client stream that starts with ``buffer`` may still be an upgrade request."""
+    if len(buffer) < len(_GET):
+        return _GET.startswith(bytes(buffer))
+    return buffer.startswith(_GET)
+
+
+def is_upgrade(head: bytes | bytearray) -> bool:
+    """Whether a whole request head asks for ``Upgrade: websocket``."""
+    parsed = parse_head(bytes(head))
+    return parsed is not None and "websocket" in [t.lower() for t in parsed.tokens("upgrade")]
 
 
 def deflate_parameters(extensions: list[str]) -> Deflate | None:

@@ -9,7 +9,9 @@ A connection that is not WebSocket yields ``NotWebSocket`` and from then on ever
 as it went in (``stomp_offset == tcp_offset``). A WebSocket connection yields ``HandshakeSeen``
 once the response is read; only after a 101 choosing a STOMP subprotocol (or none) are data
 messages decoded as STOMP. A capture that starts mid-connection, or whose server speaks first,
-is taken as plain TCP.
+is taken as plain TCP. So is an upgrade left undecided past ``max_held`` bytes in a direction
+(request head not ended, or no response): an anomaly, then every byte held and later is STOMP
+over TCP.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from pipeline.websocket.handshake import (
     Head,
     deflate_parameters,
     head_end,
-    opening,
+    is_upgrade,
     parse_head,
+    starts_like_get,
     status_of,
 )
 
@@ -54,23 +57,33 @@ class Transport:
     __slots__ = (
         "state",
         "handshake",
+        "max_held",
         "_held",
+        "_held_bytes",
         "_request",
         "_request_end",
+        "_request_scanned",
         "_response",
+        "_response_scanned",
         "_deframers",
         "_pings",
         "_ignored_bytes",
         "_request_ns",
     )
 
-    def __init__(self, *, mid_stream: bool = False) -> None:
+    def __init__(self, *, mid_stream: bool = False, max_held: int = MAX_HEAD) -> None:
+        """``max_held``: bytes held per direction while the upgrade is undecided (request head
+        not ended, or no response yet); past it the connection is taken as plain TCP."""
         self.state = TCP if mid_stream else SNIFFING
         self.handshake: HandshakeSeen | None = None
+        self.max_held = max_held
         self._held: list[tuple[str, int, int, bytes]] = []  # (direction, ts, offset, data)
+        self._held_bytes = {C2S: 0, S2C: 0}
         self._request = bytearray()
         self._request_end = -1
+        self._request_scanned = 0  # the request was searched for its end up to here
         self._response = bytearray()
+        self._response_scanned = 0
         self._deframers: dict[str, Deframer] = {}
         self._pings: dict[str, deque[tuple[bytes, int]]] = {C2S: deque(), S2C: deque()}
         self._ignored_bytes = 0
@@ -92,9 +105,14 @@ class Transport:
             self._ignored_bytes += len(data)
             return []
         self._held.append((direction, ts_ns, tcp_offset, data))
+        self._held_bytes[direction] += len(data)
         if state == SNIFFING:
-            return self._sniff(ts_ns)
-        return self._await_response(ts_ns)
+            out = self._sniff(direction, ts_ns, data)
+        else:
+            out = self._await_response(direction, ts_ns, data)
+        if self.state in (SNIFFING, AWAITING_RESPONSE):
+            return out + self._bounded(ts_ns)
+        return out
 
     def receive_gap(self, direction: str, ts_ns: int, tcp_offset: int, size: int) -> list[Event]:
         state = self.state
@@ -125,49 +143,81 @@ class Transport:
         return []
 
     # ---- handshake -----------------------------------------------------------------------------
+    # Each byte held is looked at once: the heads grow by appending and are searched for their
+    # end from where the last search stopped, so an undecided upgrade costs linear time.
 
-    def _sniff(self, ts_ns: int) -> list[Event]:
-        held = self._held
-        if held[0][0] != C2S or held[0][2] != 0:
+    def _sniff(self, direction: str, ts_ns: int, data: bytes) -> list[Event]:
+        first = self._held[0]
+        if first[0] != C2S or first[2] != 0:
             return self._decide_tcp(ts_ns)  # server first, or mid-stream: not an upgrade
+        if direction != C2S:
+            return []  # the server speaking before the request ended decides nothing
         request = self._request
-        request += held[-1][3] if held[-1][0] == C2S else b""
-        if len(held) == 1 or held[-1][0] == C2S:
-            decided = opening(request)
-        else:
-            decided = opening(request) if len(request) >= MAX_HEAD else None
-        if decided is None:
-            return []
-        if not decided:
+        request += data
+        if not starts_like_get(request):
             return self._decide_tcp(ts_ns)
-        self._request_end = head_end(request)
-        self._request_ns = held[0][1]
+        end = head_end(request, self._request_scanned)
+        self._request_scanned = max(len(request) - 3, 0)
+        if end < 0:
+            return []
+        if not is_upgrade(request[:end]):
+            return self._decide_tcp(ts_ns)
+        self._request_end = end
+        self._request_ns = first[1]
         self.state = AWAITING_RESPONSE
-        return self._await_response(ts_ns, collected=True)
+        response = self._response
+        for held_direction, _, _, held_data in self._held:
+            if held_direction == S2C:
+                response += held_data
+        return self._response_head(ts_ns)
+
+    def _await_response(self, direction: str, ts_ns: int, data: bytes) -> list[Event]:
+        if direction != S2C:
+            return []
+        self._response += data
+        return self._response_head(ts_ns)
+
+    def _response_head(self, ts_ns: int) -> list[Event]:
+        response = self._response
+        end = head_end(response, self._response_scanned)
+        self._response_scanned = max(len(response) - 3, 0)
+        if end < 0:
+            return []
+        head = parse_head(bytes(response[:end]))
+        if head is None or status_of(head) is None:
+            return self._ignore(ts_ns, "unreadable response status line")
+        return self._open(ts_ns, head, end)
+
+    def _bounded(self, ts_ns: int) -> list[Event]:
+        """An undecided upgrade holds at most ``max_held`` bytes per direction: past that it
+        is an anomaly and the connection is plain TCP, every byte held going to STOMP."""
+        for direction in (C2S, S2C):
+            held = self._held_bytes[direction]
+            if held <= self.max_held:
+                continue
+            if self.state == SNIFFING:
+                what = "the upgrade request head did not end"
+            elif direction == C2S:
+                what = "the upgrade request had no response"
+            else:
+                what = "the upgrade response head did not end"
+            detail = (
+                f"{what} within {self.max_held} bytes ({held} {direction} bytes held): "
+                "decoded as STOMP over TCP"
+            )
+            out: list[Event] = [Violation(direction, ts_ns, 0, None, v.UPGRADE_UNFINISHED, detail)]
+            return out + self._decide_tcp(ts_ns)
+        return []
 
     def _decide_tcp(self, ts_ns: int) -> list[Event]:
         self.state = TCP
         out: list[Event] = [NotWebSocket(ts_ns)]
         out += [StompData(d, ts, offset, offset, data, False) for d, ts, offset, data in self._held]
         self._held = []
+        self._held_bytes = {C2S: 0, S2C: 0}
         self._request = bytearray()
+        self._response = bytearray()
         return out
-
-    def _await_response(self, ts_ns: int, *, collected: bool = False) -> list[Event]:
-        response = self._response
-        response.clear()
-        for direction, _, _, data in self._held:
-            if direction == S2C:
-                response += data
-        end = head_end(response)
-        if end < 0:
-            if len(response) >= MAX_HEAD:
-                return self._ignore(ts_ns, "no end of the response head")
-            return []
-        head = parse_head(bytes(response[:end]))
-        if head is None or status_of(head) is None:
-            return self._ignore(ts_ns, "unreadable response status line")
-        return self._open(ts_ns, head, end)
 
     def _open(self, ts_ns: int, response: Head, response_end: int) -> list[Event]:
         request = parse_head(bytes(self._request[: self._request_end]))
@@ -189,8 +239,11 @@ class Transport:
         )
         out.insert(0, self.handshake)
         held, self._held = self._held, []
+        self._held_bytes = {C2S: 0, S2C: 0}
         if not stomp:
             self.state = IGNORED
+            self._request = bytearray()
+            self._response = bytearray()
             return out
         self.state = OPEN
         deflate = deflate_parameters(extensions)
@@ -245,6 +298,9 @@ class Transport:
             out.append(Violation(S2C, ts_ns, 0, None, v.BAD_HANDSHAKE, problem))
         self.state = IGNORED
         self._held = []
+        self._held_bytes = {C2S: 0, S2C: 0}
+        self._request = bytearray()
+        self._response = bytearray()
         return out
 
     # ---- frames --------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ client never offered): the connection is recorded, nothing is decoded as STOMP."
 BAD_HANDSHAKE = "websocket_bad_handshake"
 """The HTTP request or response could not be read (no header end within the limit, bad status
 line); the connection is recorded, nothing is decoded as STOMP."""
+UPGRADE_UNFINISHED = "websocket_upgrade_unfinished"
+"""An upgrade left undecided past the bytes held per direction (64 KiB by default): the request
+head did not end, or the response (head) did not come. The connection is decoded as STOMP over
+TCP from its first byte, the bytes held included."""
 UNMASKED_CLIENT_FRAME = "websocket_unmasked_client_frame"
 """A client frame without a mask (RFC 6455 5.1); its payload is used as it is."""
 MASKED_SERVER_FRAME = "websocket_masked_server_frame"
@@ -42,8 +46,13 @@ not UTF-8."""
 INVALID_UTF8 = "websocket_invalid_utf8"
 """A text message that is not UTF-8; its bytes still go to the STOMP decoder."""
 INFLATE_FAILED = "websocket_inflate_failed"
-"""A compressed message could not be inflated; it and (with context takeover) every later
-compressed message of that direction are lost to the STOMP stream."""
+"""A compressed message could not be inflated (not DEFLATE data, or it inflates beyond 256 MiB);
+it is lost to the STOMP stream. The direction goes on: uncompressed messages are decoded, and
+so are later compressed ones when that side negotiated no context takeover."""
+INFLATE_SKIPPED = "websocket_inflate_skipped"
+"""A compressed message after a ``websocket_inflate_failed`` in a direction with context
+takeover: the compression window it depends on is lost, so it is not inflated. One per message,
+the detail counting them and naming the failure's TCP offset."""
 DATA_AFTER_CLOSE = "websocket_data_after_close"
 """A data frame after that side's close frame; it is not decoded as STOMP."""
 TRUNCATED_FRAME = "websocket_truncated_frame"

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import zlib
+
 import pytest
 
+from pipeline.websocket import deflate as deflate_module
 from pipeline.websocket import violations as v
 from pipeline.websocket.deframer import Deframer, unmask, valid_close_code
 from pipeline.websocket.events import Control, StompData, StompGap, Violation
@@ -195,9 +198,67 @@ def test_inflate_failure_is_reported_and_the_next_message_read_without_takeover(
     good = Side(True, client_ext).text(STOMP)
     events = _run(garbage + good, deflate=Deflate(client_no_context_takeover=True))
     assert _kinds(events) == [v.INFLATE_FAILED] and _stomp(events) == STOMP
-    # with context takeover the window is lost: the rest of the direction's compressed data too
+    # with context takeover the window is lost: each later compressed message is told as skipped
     events = _run(garbage + good, deflate=Deflate())
-    assert _kinds(events) == [v.INFLATE_FAILED] and _stomp(events) == b""
+    assert _kinds(events) == [v.INFLATE_FAILED, v.INFLATE_SKIPPED] and _stomp(events) == b""
+
+
+DISCONNECT = b"DISCONNECT\nreceipt:7\n\n\x00"
+
+
+def _bomb() -> bytes:
+    """A compressed text frame that inflates far beyond the (test's) message bound."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = compressor.compress(b"A" * (4 << 20)) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    return client_raw(0x1, data[:-4], rsv=0x40)
+
+
+@pytest.fixture
+def small_inflate_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(deflate_module, "MAX_MESSAGE", 1 << 20)
+
+
+@pytest.mark.usefixtures("small_inflate_bound")
+@pytest.mark.parametrize("step", [0, 1400])
+@pytest.mark.parametrize("bad", ["bomb", "corrupt"])
+def test_after_an_inflate_failure_uncompressed_messages_are_decoded(bad: str, step: int) -> None:
+    """Context takeover on: the window is lost, but messages without RSV1 need none."""
+    broken = _bomb() if bad == "bomb" else client_raw(0x1, b"\xff\xff\xff\xff", rsv=0x40)
+    plain = client_raw(0x1, STOMP) + client_raw(0x1, DISCONNECT)
+    events = _run(broken + plain, deflate=Deflate(), step=step)
+    assert _kinds(events) == [v.INFLATE_FAILED]
+    assert _stomp(events).endswith(STOMP + DISCONNECT)
+
+
+@pytest.mark.usefixtures("small_inflate_bound")
+@pytest.mark.parametrize("step", [0, 1400])
+def test_after_a_bomb_without_context_takeover_the_next_messages_are_inflated(step: int) -> None:
+    _, client_ext, _ = deflate_extension(client_no_context_takeover=True)
+    client = Side(True, client_ext)
+    wire = _bomb() + client.text(STOMP) + client.text(DISCONNECT)
+    events = _run(wire, deflate=Deflate(client_no_context_takeover=True), step=step)
+    assert _kinds(events) == [v.INFLATE_FAILED]
+    assert _stomp(events).endswith(STOMP + DISCONNECT)
+
+
+@pytest.mark.usefixtures("small_inflate_bound")
+@pytest.mark.parametrize("step", [0, 1400])
+def test_after_a_bomb_with_context_takeover_each_skipped_message_is_an_anomaly(step: int) -> None:
+    _, client_ext, _ = deflate_extension()
+    client = Side(True, client_ext)
+    later = [client.text(STOMP), client.text(STOMP[:9], fin=False), client.text(STOMP[9:])]
+    later.append(client.text(DISCONNECT))
+    bomb = _bomb()
+    events = _run(bomb + b"".join(later), deflate=Deflate(), step=step)
+    assert _kinds(events) == [v.INFLATE_FAILED] + [v.INFLATE_SKIPPED] * 3
+    skipped = [e for e in events if isinstance(e, Violation) and e.kind == v.INFLATE_SKIPPED]
+    starts = [100 + len(bomb), 100 + len(bomb) + len(later[0])]
+    starts.append(starts[-1] + len(later[1]) + len(later[2]))
+    assert [e.tcp_offset for e in skipped] == starts
+    assert [e.detail.split(" since")[0] for e in skipped] == [
+        f"compressed message {n}" for n in (1, 2, 3)
+    ]
+    assert all("at TCP offset 100:" in e.detail for e in skipped)
 
 
 def test_gap_inside_an_uncompressed_payload_is_passed_on_and_framing_continues() -> None:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.session import Endpoint, SessionModel
+from pipeline.websocket import apply
 from pipeline.websocket import violations as v
 from pipeline.websocket.events import (
     Control,
@@ -146,3 +148,74 @@ def test_mid_stream_is_tcp() -> None:
     transport = Transport(mid_stream=True)
     (event,) = transport.receive("c2s", 0, 500, request())
     assert isinstance(event, StompData) and event.stomp_offset == 500
+
+
+def _session_rows(transport: Transport, script: list[tuple[str, bytes]], bound: int) -> dict:
+    """``script`` through the transport into a session model, checking after every packet
+    that the transport holds at most ``bound`` bytes per direction (plus the packet itself)."""
+    model = SessionModel("s", Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 15674))
+    offsets = {"c2s": 0, "s2c": 0}
+    for n, (direction, data) in enumerate(script):
+        apply(model, transport.receive(direction, n, offsets[direction], data))
+        offsets[direction] += len(data)
+        assert all(held <= bound + len(data) for held in transport._held_bytes.values())
+        assert len(transport._request) <= bound + len(data)
+        assert len(transport._response) <= bound + len(data)
+    apply(model, transport.finish(len(script)))
+    model.finish(len(script))
+    return model.drain()
+
+
+def _frames(rows: dict, direction: str) -> list[str]:
+    return [f["command"] for f in rows["frames"] if f["direction"] == direction]
+
+
+def _anomalies(rows: dict) -> list[str]:
+    return [a["kind"] for a in rows["anomalies"] if a["source"] == "websocket"]
+
+
+def test_unfinished_request_head_holds_a_bounded_amount_then_is_tcp() -> None:
+    """The request head never ends while the server sends twice the bound: the transport
+    holds at most the bound, tells it once, and the STOMP frames go on as over TCP."""
+    bound = 4096
+    message = b"MESSAGE\ndestination:/q/a\nmessage-id:1\nsubscription:0\n\nhi\x00"
+    script = [("c2s", b"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n")]
+    script += [("s2c", message)] * (2 * bound // len(message) + 1)
+    script += [("c2s", b"\r\n" + CONNECT)]
+    transport = Transport(max_held=bound)
+    rows = _session_rows(transport, script, bound)
+    assert transport.state == TCP
+    assert _anomalies(rows) == [v.UPGRADE_UNFINISHED]
+    assert _frames(rows, "s2c") == ["MESSAGE"] * (len(script) - 2)
+    (session,) = rows["sessions"]
+    assert session["s2c_bytes"] == sum(len(d) for s, d in script if s == "s2c")
+    assert session["c2s_bytes"] == sum(len(d) for s, d in script if s == "c2s")
+
+
+@pytest.mark.parametrize("bound", [4096, None])
+def test_upgrade_without_response_holds_a_bounded_amount_then_is_tcp(bound: int | None) -> None:
+    """Many small client packets after an unanswered upgrade: each one costs the same (the
+    held bytes stay under the bound, nothing rescanned), then the rest is STOMP over TCP."""
+    transport = Transport() if bound is None else Transport(max_held=bound)
+    limit = transport.max_held
+    send = b"SEND\ndestination:/q/a\n\nx\x00"
+    script = [("c2s", request())] + [("c2s", send)] * (2 * limit // len(send))
+    rows = _session_rows(transport, script, limit)
+    assert transport.state == TCP
+    (kind,) = _anomalies(rows)
+    assert kind == v.UPGRADE_UNFINISHED
+    # the request head runs into the first SEND: one frame that is not STOMP, then the rest
+    commands = _frames(rows, "c2s")
+    assert commands[0].startswith("GET ") and commands[1:] == ["SEND"] * (len(script) - 2)
+    (session,) = rows["sessions"]
+    assert session["c2s_bytes"] == sum(len(d) for _, d in script)
+
+
+def test_request_head_search_resumes_where_it_stopped() -> None:
+    """The head is found when its blank line straddles packets, fed a byte at a time."""
+    transport = Transport()
+    head = request()
+    for n in range(len(head)):
+        transport.receive("c2s", n, n, head[n : n + 1])
+    assert transport._request_scanned == len(head) - 3
+    assert transport.state == "AWAITING_RESPONSE"
