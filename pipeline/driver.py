@@ -35,6 +35,7 @@ from pipeline.session.rows import anomaly_row
 from pipeline.session.streams import make_chunk
 from pipeline.websocket import Transport
 from pipeline.websocket import apply as apply_transport
+from pipeline.websocket.handshake import MAX_HEAD
 from pipeline.websocket.transport import TCP
 
 SERVER_COMMANDS = (b"CONNECTED", b"MESSAGE", b"RECEIPT", b"ERROR")
@@ -47,6 +48,9 @@ class DriverConfig:
     options: ModelOptions = field(default_factory=ModelOptions)
     broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
     close_open: bool = False
+    # Bytes a WebSocket upgrade may hold per direction while undecided (request head not
+    # ended, or no response), after which the connection is decoded as STOMP over TCP.
+    websocket_max_held: int = MAX_HEAD
 
 
 @dataclass(slots=True)
@@ -267,7 +271,10 @@ class ConnectionDriver:
         if swap:
             conn.swap_roles()
         state.model = self._model_for(conn)
-        state.transport = Transport(mid_stream=conn.role_source not in ("syn", "syn_ack"))
+        state.transport = Transport(
+            mid_stream=conn.role_source not in ("syn", "syn_ack"),
+            max_held=self.config.websocket_max_held,
+        )
         return swap
 
     @staticmethod

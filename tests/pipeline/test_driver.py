@@ -40,11 +40,21 @@ class Flow:
         self.blob += payload
         self.packets.append((packet, payload))
 
-    def run(self, *, close_open: bool = True) -> dict[str, TableRows]:
-        """The driver's tables, fed packet by packet; a carried state shows as `_state`."""
-        driver = ConnectionDriver(DriverConfig(close_open=close_open))
+    def run(
+        self, *, close_open: bool = True, websocket_max_held: int | None = None
+    ) -> dict[str, TableRows]:
+        """The driver's tables, fed packet by packet; a carried state shows as `_state`.
+        With ``websocket_max_held``, the WebSocket transport never holds more (plus a packet)."""
+        config = DriverConfig(close_open=close_open)
+        if websocket_max_held is not None:
+            config = DriverConfig(close_open=close_open, websocket_max_held=websocket_max_held)
+        driver = ConnectionDriver(config)
         for packet, payload in self.packets:
             driver.packet(packet, payload, (str(self.path), packet.record_offset))
+            transport = driver._state.transport if driver._state is not None else None
+            if websocket_max_held is not None and transport is not None:
+                held = transport._held_bytes.values()
+                assert all(size <= websocket_max_held + len(payload) for size in held)
         tables: dict[str, TableRows] = dict(driver.drain())
         state = driver.end()
         for table, rows in driver.drain().items():
@@ -162,3 +172,28 @@ def test_a_connection_seen_from_its_middle_with_payload_is_a_session(tmp_path: P
     flow.packet(True, 500, ACK, SEND, ack=902)
     (session,) = flow.run()["sessions"]
     assert session["c2s_frames"] == 1
+
+
+def test_an_upgrade_never_answered_is_bounded_then_decoded_as_tcp(tmp_path: Path) -> None:
+    """An upgrade request, then many small client packets and no response: the transport holds
+    at most its bound, one anomaly says so, and every byte is counted and decoded as TCP."""
+    upgrade = (
+        b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    flow = Flow(tmp_path / "payloads")
+    flow.packet(True, 100, SYN)
+    flow.packet(False, 900, SYN | ACK, ack=101)
+    flow.packet(True, 101, ACK, upgrade, ack=901)
+    seq = 101 + len(upgrade)
+    for _ in range(2000):
+        flow.packet(True, seq, ACK, SEND, ack=901)
+        seq += len(SEND)
+    flow.packet(True, seq, FIN | ACK, ack=901)
+    flow.packet(False, 901, FIN | ACK, ack=seq + 1)
+    tables = flow.run(websocket_max_held=4096)
+    kinds = [a["kind"] for a in tables["anomalies"] if a["source"] == "websocket"]
+    assert kinds == ["websocket_upgrade_unfinished"]
+    (session,) = tables["sessions"]
+    assert session["c2s_bytes"] == len(upgrade) + 2000 * len(SEND)
+    assert [f["command"] for f in tables["frames"]].count("SEND") == 1999  # one ran into the GET
