@@ -53,8 +53,8 @@ class Flow:
             driver.packet(packet, payload, (str(self.path), packet.record_offset))
             transport = driver._state.transport if driver._state is not None else None
             if websocket_max_held is not None and transport is not None:
-                held = transport._held_bytes.values()
-                assert all(size <= websocket_max_held + len(payload) for size in held)
+                sizes = transport._held_bytes.values()
+                assert all(size <= websocket_max_held + len(payload) for size in sizes)
         tables: dict[str, TableRows] = dict(driver.drain())
         state = driver.end()
         for table, rows in driver.drain().items():
