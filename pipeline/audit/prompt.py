@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import schemas
 from pipeline.audit.output import FORMATS, error_summary, write_result
+from pipeline.audit.read_only import RefusedStatement, check_read_only
 from pipeline.audit.registry import UnknownQuery, all_queries, get_query
 from pipeline.audit.statements import has_code, split_statements
 
@@ -46,6 +47,7 @@ class SqlPrompt:
         fmt: str = "table",
         limit: int | None = None,
         read: Callable[[str], str] = input,
+        read_only: bool = True,
     ) -> None:
         self.spark = spark
         self.tables = tables
@@ -53,6 +55,7 @@ class SqlPrompt:
         self.fmt = fmt
         self.limit = limit
         self.read = read
+        self.read_only = read_only
 
     def loop(self) -> int:
         self.out.write(f"tables: {', '.join(self.tables)}\nType \\? for help.\n")
@@ -79,7 +82,11 @@ class SqlPrompt:
 
     def execute(self, statement: str) -> None:
         try:
+            if self.read_only:
+                check_read_only(self.spark, statement)
             self.show(self.spark.sql(statement))
+        except RefusedStatement as exc:
+            self.out.write(f"refused: {exc}\n")
         except KeyboardInterrupt:
             self.spark.sparkContext.cancelAllJobs()
             self.out.write("cancelled\n")

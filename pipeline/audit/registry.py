@@ -74,7 +74,11 @@ class AuditQuery:
         return {p.name: values.get(p.name, p.default) for p in self.params}
 
     def run(self, spark: SparkSession, values: dict[str, ParamValue] | None = None) -> DataFrame:
-        """The query over the views already registered in `spark` (see `views.register_views`)."""
+        """The query over the views already registered in `spark` (see `views.register_views`).
+        A saved query only reads: one that would do more is refused (RefusedStatement)."""
+        from pipeline.audit.read_only import check_read_only
+
+        check_read_only(spark, self.sql)
         args = self.bind(values)
         return spark.sql(self.sql, args=args) if args else spark.sql(self.sql)
 

@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SQL (several statements: separate them with ';', the last one's rows are "
         "printed); none: an interactive prompt",
     )
+    parser.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="run any Spark SQL with your rights (INSERT, CREATE, files by path, ADD JAR, ...); "
+        "without it only queries, SHOW/DESCRIBE/EXPLAIN and temporary views run",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -40,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     statements = all_statements(args.query) if args.query is not None else None
     if statements == []:
         raise UsageError("the query is empty")
-    with lake_session(args, lake) as spark:
+    with lake_session(args, lake, read_only=not args.allow_write) as spark:
         if statements is None:
             return _interactive(spark, table_names(lake), args)
         return _run(spark, statements, args)
@@ -48,14 +54,21 @@ def main(args: argparse.Namespace) -> int:
 
 def _run(spark: SparkSession, statements: list[str], args: argparse.Namespace) -> int:
     from pipeline.audit.output import error_summary, write_result
+    from pipeline.audit.read_only import RefusedStatement, check_read_only
 
     statement = ""
     try:
+        if not args.allow_write:  # every statement, before any runs
+            for statement in statements:
+                check_read_only(spark, statement)
         frame = None
         for statement in statements:
             frame = spark.sql(statement)
         assert frame is not None
         write_result(frame, sys.stdout, args.format, args.limit)
+    except RefusedStatement as exc:
+        print(f"stomp-lake sql: refused: {exc}", file=sys.stderr)
+        return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - a bad query is the user's: say why, exit 1
         summary = error_summary(exc, statement, verbose=verbosity(args) > 0)
         print(f"stomp-lake sql: {summary}", file=sys.stderr)
@@ -68,11 +81,12 @@ def _interactive(spark: SparkSession, tables: list[str], args: argparse.Namespac
     is read line by line."""
     from pipeline.audit.prompt import SqlPrompt, history_path
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return SqlPrompt(spark, tables, sys.stdout, fmt=args.format, limit=args.limit).loop()
-    from pipeline.audit.line_editor import terminal_reader
+    prompt = SqlPrompt(
+        spark, tables, sys.stdout, fmt=args.format, limit=args.limit, read_only=not args.allow_write
+    )
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from pipeline.audit.line_editor import terminal_reader
 
-    columns = {name: spark.table(name).columns for name in tables}
-    read = terminal_reader(columns, history_path())
-    prompt = SqlPrompt(spark, tables, sys.stdout, fmt=args.format, limit=args.limit, read=read)
+        columns = {name: spark.table(name).columns for name in tables}
+        prompt.read = terminal_reader(columns, history_path())
     return prompt.loop()
