@@ -3,9 +3,10 @@ idempotently. Commands parse arguments and print; this module does the work (ked
 from its command line).
 
 Order of a batch, chosen so a run killed anywhere can simply be run again:
-begin (pending batch names its files) -> compute -> validate -> commit each table (skipped when
-the table already holds the batch) -> write carried connection state -> ledger -> move the state
-pointer -> finish (pending mark removed).
+begin (pending batch names its files) -> compute -> validate -> write carried connection state
+-> commit each table (skipped when the table already holds the batch) -> ledger -> move the state
+pointer -> finish (pending mark removed). Everything large is written before the first commit, so
+a full disk leaves the tables as they were.
 """
 
 from __future__ import annotations
@@ -363,6 +364,7 @@ def _run_batch(
         staged = stage_written(spark, lake, batch_id, folders, written, read_now=spark_validates)
     packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
+    failpoint("run.staged")
     # The state rows of the connections left open, for the next batch; None when none is open
     # (no Spark job to write nothing).
     carried_rows = flow_rows.where(f"kind = '{STATE_KIND}'") if counts["open_connections"] else None
@@ -393,7 +395,8 @@ def _run_batch(
             # Kept aside, not lost: the quarantine holds the tables; the files and the open
             # connections move on so later batches are not held up by this one.
             discard_tables(staged)
-            _finish(lake, ledger, batch_id, files, carried_rows)
+            _write_carried(lake, batch_id, carried_rows)
+            _finish(lake, ledger, batch_id, files)
             raise
         finally:
             timings["validate"] = _lap(mark)
@@ -402,10 +405,11 @@ def _run_batch(
     mark = time.monotonic()
     failpoint("run.validated")
     progress("stage 4/4: committing")
+    _write_carried(lake, batch_id, carried_rows)
     tables = Tally("tables", len(staged.staged) + len(staged.computed))
     _figures(progress, tables.describe)
     versions = commit_tables(staged, tables.update)
-    _finish(lake, ledger, batch_id, files, carried_rows)
+    _finish(lake, ledger, batch_id, files)
     flow_rows.unpersist()
     timings["commit"] = _lap(mark)
     result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
@@ -424,18 +428,16 @@ def validates_on_duckdb(config: RunConfig) -> bool:
     return engine == "duckdb" or (engine == "auto" and config.master.startswith("local"))
 
 
-def _finish(
-    lake: Lake,
-    ledger: Ledger,
-    batch_id: str,
-    files: tuple[FileFingerprint, ...],
-    carried_rows: Any,
-) -> None:
-    """Carried state (``carried_rows``, None when no connection is left open), ledger, state
-    pointer, end mark: in this order, so a re-run after a crash anywhere starts from the same
-    state."""
+def _write_carried(lake: Lake, batch_id: str, carried_rows: Any) -> None:
+    """The batch's carried state (``carried_rows``, None when no connection is left open), read
+    only once the state pointer names the batch: written again by a re-run, never half read."""
     carried.write_carried(carried_rows, lake, batch_id)
     failpoint("run.carried_written")
+
+
+def _finish(lake: Lake, ledger: Ledger, batch_id: str, files: tuple[FileFingerprint, ...]) -> None:
+    """Ledger, state pointer, end mark (the carried state written before): in this order, so a
+    re-run after a crash anywhere starts from the same state."""
     ledger.record(files, batch_id)
     failpoint("run.ledger_recorded")
     carried.advance(lake, batch_id)
