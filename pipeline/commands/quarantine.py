@@ -2,7 +2,8 @@
 
 A quarantined batch's files are already in the ledger and its open connections carried on, so
 later batches went ahead without it; releasing commits its tables as they were computed (the
-same batch id: releasing twice adds nothing); discarding deletes it for good.
+same batch id: releasing twice adds nothing; the tables' files are moved back and committed,
+Spark starts only for a table it wrote into the quarantine); discarding deletes it for good.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     action.add_argument("--show", metavar="BATCH", help="print a batch's failed expectations")
     action.add_argument("--release", metavar="BATCH", help="commit a reviewed batch's tables")
     action.add_argument("--discard", metavar="BATCH", help="delete a quarantined batch")
-    add_spark(parser)  # for --release
+    add_spark(parser)  # for --release of a table Spark wrote into the quarantine
     parser.add_argument("--wait-lock", type=float, default=0.0, metavar="SECONDS")
 
 
@@ -73,7 +74,7 @@ def _release(lake: Lake, batch_id: str, spark: SparkSettings, wait: float) -> in
     if not is_quarantined(lake, batch_id):
         raise NotQuarantined(f"no quarantined batch {batch_id!r} awaiting review")
     with lake_lock(lake, wait=wait):
-        versions = release_batch(spark.start(), lake, batch_id)
+        versions = release_batch(lake, batch_id, spark.start)
     print(f"released batch {batch_id}: " + ", ".join(f"{t} v{v}" for t, v in versions.items()))
     return 0
 

@@ -2,7 +2,8 @@
 table root, then each file moves into its partition folder, with Delta stats read from its footer.
 
 Nothing is visible yet: a Delta reader only sees files the log adds. A run killed here leaves
-files no log version references; `cleanup_orphans` removes them.
+files no log version references; `cleanup_orphans` removes them. A batch that failed validation
+has its placed files moved aside (`move_staged`, a rename each) and back (`restore_staged`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pipeline.lake.batches import batch_sequence, validate_batch_id
 from pipeline.lake.commit import DataFile, check_fits, open_table
 from pipeline.lake.failpoints import failpoint
 from pipeline.lake.layout import FILE_MODE, STAGING, Lake, make_private_dir, make_tree_private
-from pipeline.lake.statefile import write_json_atomic
+from pipeline.lake.statefile import read_json, write_json_atomic
 from pipeline.lake.stats import file_stats
 from pipeline.lake.table_schema import (
     check_partition_columns,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 MANIFEST = "manifest.json"
+MOVED_RECORD = "_staged.json"  # beside files moved aside; Spark's Parquet reader skips "_" names
 COMPRESSION = "zstd"
 
 _active_staging: dict[Path, StagedBatch] = {}
@@ -110,6 +112,49 @@ def discard_staged(staged: StagedBatch) -> None:
         with contextlib.suppress(FileNotFoundError):
             (staged.table_path / data_file.path).unlink()
     release_staging(staged)
+
+
+def move_staged(staged: StagedBatch, folder: Path) -> None:
+    """Move the batch's placed files (committed nowhere) into ``folder``, laid out as under the
+    table root, with their record for `restore_staged`: a rename each, whatever their size."""
+    shutil.rmtree(folder, ignore_errors=True)
+    make_private_dir(folder)
+    for data_file in staged.files:
+        target = folder / data_file.path
+        make_private_dir(target.parent)
+        os.rename(staged.table_path / data_file.path, target)
+    write_json_atomic(folder / MOVED_RECORD, staged.to_dict(), mode=FILE_MODE)
+    staged.files = []  # nothing of the batch is left under the table root
+    release_staging(staged)
+
+
+def moved_batch(folder: Path, table_path: Path) -> StagedBatch | None:
+    """The batch `move_staged` put in ``folder`` (its files still there), to be placed under
+    ``table_path``; None when the folder holds no such batch."""
+    record = read_json(folder / MOVED_RECORD)
+    if record is None:
+        return None
+    staged = StagedBatch.from_dict(record)
+    staged.table_path = table_path
+    staged.staging_dir = folder  # dropped once committed
+    return staged
+
+
+def restore_staged(staged: StagedBatch) -> None:
+    """Place the files of a `moved_batch` under its table root again, for `commit_staged`.
+    Refused (SchemaMismatch) before any file moves when the table can no longer take them."""
+    existing = open_table(staged.table_path)
+    if existing is not None:
+        check_fits(existing, staged.schema, staged.partition_by, staged.table)
+    for data_file in staged.files:
+        source = staged.staging_dir / data_file.path
+        target = staged.table_path / data_file.path
+        if not source.exists() and target.exists():
+            continue  # placed by an attempt that stopped before its commit
+        make_private_dir(target.parent)
+        os.link(source, target)  # unlike rename, refuses to replace an existing file
+        source.unlink()
+    _active_staging[staged.staging_dir] = staged
 
 
 def stage_batch(

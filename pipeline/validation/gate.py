@@ -4,7 +4,11 @@
 batch's files on this machine, on DuckDB: :mod:`pipeline.validation.local_sql`), plus two suites
 on small cross-table check frames (see :mod:`pipeline.validation.checks`), builds Data Docs under
 ``<lake>/docs/``, writes the result to ``<lake>/_runs/<batch_id>/validation.json`` and, when an
-expectation fails, quarantines the batch and raises :class:`ValidationFailed`.
+expectation fails, quarantines the batch (its staged files moved, not rewritten) and raises
+:class:`ValidationFailed`.
+
+The suites judge the pipeline's output, never the traffic's behaviour: what a client or broker
+does wrong on the wire is an anomaly row, and a batch full of it is committed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from pipeline.errors import StompLakeError
 from pipeline.lake.commit import open_table
 from pipeline.lake.layout import FILE_MODE, Lake, make_private_dir, make_tree_private, private_umask
 from pipeline.lake.reader import read_table, snapshot_files
+from pipeline.lake.staging import StagedBatch
 from pipeline.lake.statefile import write_json_atomic
 from pipeline.session.privacy import scrub, scrub_structure
 from pipeline.validation import checks, local_sql
@@ -129,6 +134,7 @@ def validate_batch(
     build_docs: bool = True,
     suite_done: Callable[[int, int], None] | None = None,
     local_files: Mapping[str, list[Path]] | None = None,
+    staged: Mapping[str, StagedBatch] | None = None,
 ) -> ValidationReport:
     """Validate one batch; raises ValidationFailed after quarantining a failing batch.
     `suite_done(done, total)` is called as suites finish (progress).
@@ -140,6 +146,9 @@ def validate_batch(
     machine. Every suite then runs on DuckDB: the tables' over those files, the cross-table
     ones over the same checks in SQL (:mod:`pipeline.validation.local_checks`); Spark makes
     the check frames only to sample the rows of a failed cross-table expectation.
+
+    ``staged``: the tables whose rows are staged files (not committed); a failing batch has
+    them moved into its quarantine, the other tables' frames written there.
     """
     started = time.monotonic()
     timings: dict[str, float] = {}
@@ -190,7 +199,9 @@ def validate_batch(
             )
             sql_source, runs = _sql_definitions(context, sql_folder, local_files, inputs)
         timings["gx_setup"] = time.monotonic() - mark
-        batch = _Batch(spark, lake, batch_id, tables, counts, frames, timings, started)
+        batch = _Batch(
+            spark, lake, batch_id, tables, counts, frames, timings, started, staged or {}
+        )
         report = _validate(
             batch, context, runs, cross_table, cross_table_frames, build_docs, suite_done
         )
@@ -218,8 +229,8 @@ class SuiteRun:
 @dataclass(frozen=True, slots=True)
 class _Batch:
     """The batch `validate_batch` validates, as `_validate` goes on with it: its tables (and
-    the frames the suites read, the check frames added once made), the run's counters, and
-    the timings and start of its validation."""
+    the frames the suites read, the check frames added once made), the run's counters, the
+    timings and start of its validation, and its staged tables (moved if it is quarantined)."""
 
     spark: SparkSession
     lake: Lake
@@ -229,6 +240,7 @@ class _Batch:
     frames: MutableMapping[str, DataFrame]
     timings: dict[str, float]
     started: float
+    staged: Mapping[str, StagedBatch]
 
 
 def _validate(
@@ -348,7 +360,9 @@ def _validate(
     )
     if not report.success:
         mark = time.monotonic()
-        report.quarantine_path = quarantine_batch(lake, batch_id, tables, report.to_json())
+        report.quarantine_path = quarantine_batch(
+            lake, batch_id, tables, report.to_json(), batch.staged
+        )
         timings["quarantine"] = time.monotonic() - mark
     report.elapsed_s = time.monotonic() - batch.started
     write_json_atomic(report.result_path, report.to_json())

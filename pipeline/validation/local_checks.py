@@ -13,6 +13,7 @@ import pyarrow as pa
 
 import schemas
 from pipeline.lake.engines import sql_string
+from pipeline.session.protocol import UNMATCHED_AFTER_OVERFLOW
 from pipeline.validation.checks import CHILD_TABLES, batch_check_rows
 
 SESSION_CHECKS = """
@@ -99,10 +100,12 @@ def create(db: Any, inputs: CheckInputs) -> None:
     last = inputs.capture_last_ns
     after_capture = "0"
     if last is not None:
-        after_capture = " + ".join(
+        late = " + ".join(
             f"coalesce(CAST({column} > {int(last)} AS BIGINT), 0)"
             for column in ("s.ended_at_ns", "frames_.last_ns")
         )
+        # a session started after the batch's last packet was carried in from a later capture
+        after_capture = f"CASE WHEN s.started_at_ns > {int(last)} THEN 0 ELSE {late} END"
     query = SESSION_CHECKS.format(referenced=referenced, after_capture=after_capture)
     db.execute(f"CREATE TABLE session_consistency AS {query}")
 
@@ -110,6 +113,11 @@ def create(db: Any, inputs: CheckInputs) -> None:
     total, resolved = db.execute(
         "SELECT count(*), sum(CAST(delivered_at_ns IS NOT NULL AS BIGINT)) FROM acks"
     ).fetchone()
+    unresolvable = db.execute(
+        "SELECT count(*) FROM anomalies WHERE source = 'stomp' AND kind = "
+        f"{sql_string(UNMATCHED_AFTER_OVERFLOW)}"
+    ).fetchone()[0]
+    total -= unresolvable
     table = pa.Table.from_pylist(
         batch_check_rows(rows, total, resolved, inputs.counts), schema=BATCH_CHECKS
     )

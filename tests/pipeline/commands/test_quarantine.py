@@ -11,6 +11,7 @@ import pytest
 import schemas
 from pipeline.cli import main
 from pipeline.lake import Lake, Ledger, list_tables, pending_batch, read_table
+from pipeline.lake.staging import MOVED_RECORD
 from pipeline.runner import RunConfig, run
 from pipeline.validation.gate import ValidationFailed
 from pipeline.validation.quarantine import BatchQuarantined, list_quarantined
@@ -53,6 +54,16 @@ def test_a_failed_batch_commits_nothing_and_lets_later_batches_go_on(quarantined
     [batch] = list_quarantined(lake)
     assert batch.batch_id == batch_id and not batch.released
     assert any("sessions" in failure for failure in batch.failed)
+
+
+def test_the_staged_files_were_moved_into_the_quarantine(quarantined) -> None:
+    lake, batch_id = quarantined
+    folder = lake.quarantine_dir / batch_id
+    for table in schemas.TABLES:  # each staged table: its files and their record, moved
+        assert (folder / table / MOVED_RECORD).is_file(), table
+        assert not list(lake.table_path(table).rglob("*.parquet")), table
+    moved = list((folder / "frames").rglob("*.parquet"))
+    assert moved and all(path.stat().st_nlink == 1 for path in moved)
 
 
 def test_asking_again_for_a_quarantined_batch_is_an_error(quarantined) -> None:

@@ -306,3 +306,115 @@ def counts_of(rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "capture_first_ns": at(0)[1],
         "capture_last_ns": at(30)[1],
     }
+
+
+def with_duplicate_message_id(rows: dict[str, list[dict[str, Any]]]) -> None:
+    """The broker delivers m-1 again without redelivered:true: a wire fact, an anomaly row."""
+    again = {**rows["messages"][1], "frame_index": 11}
+    rows["messages"].append(again)
+    rows["anomalies"].append(
+        {
+            **rows["anomalies"][0],
+            "kind": "duplicate_message_id",
+            "direction": "s2c",
+            "detail": "MESSAGE 'm-1' delivered again without redelivered:true",
+        }
+    )
+
+
+def with_lagging_consumer(rows: dict[str, list[dict[str, Any]]], lagging: int = 30) -> None:
+    """A consumer whose acks fell past ``max_pending_messages``: MESSAGEs given up (one
+    pending_overflow), and its later ACKs naming them resolved to nothing."""
+    ack = rows["acks"][0]
+    anomaly = rows["anomalies"][0]
+    rows["anomalies"].append({**anomaly, "kind": "pending_overflow", "direction": "s2c"})
+    for n in range(lagging):
+        ts, ns = at(17 + n / 10)
+        rows["acks"].append(
+            {
+                **ack,
+                "frame_index": 100 + n,
+                "ts": ts,
+                "ts_ns": ns,
+                "ack_id": f"given-up-{n}",
+                "message_id": None,
+                "acked_message_count": 0,
+                "delivered_at": None,
+                "delivered_at_ns": None,
+                "latency_ms": None,
+                "date": ts.date(),
+            }
+        )
+        rows["anomalies"].append(
+            {
+                **anomaly,
+                "kind": "ack_unmatched_after_overflow",
+                "ts": ts,
+                "ts_ns": ns,
+                "detail": f"ACK 'given-up-{n}' names no unsettled MESSAGE",
+            }
+        )
+
+
+CARRIED = "10.0.0.1:40001-10.0.0.2:61613-9"
+
+
+def with_connection_carried_from_a_later_capture(rows: dict[str, list[dict[str, Any]]]) -> None:
+    """Older captures back-filled with ``--open-connections close`` while a connection of a
+    later capture was carried: its times are all after this batch's last packet (``at(30)``)."""
+    start, start_ns = at(40)
+    end, end_ns = at(50)
+    session = rows["sessions"][0]
+    rows["sessions"].append(
+        {
+            **session,
+            "session_id": CARRIED,
+            "client_port": 40001,
+            "started_at": start,
+            "started_at_ns": start_ns,
+            "ended_at": end,
+            "ended_at_ns": end_ns,
+            "duration_ms": 10.0,
+            "end_reason": "capture_end",
+            "date": start.date(),
+        }
+    )
+    ts, ns = at(45)
+    rows["frames"].append(
+        {
+            **rows["frames"][6],
+            "session_id": CARRIED,
+            "frame_index": 7,
+            "ts": ts,
+            "ts_ns": ns,
+            "ts_end": ts,
+            "ts_end_ns": ns,
+            "date": ts.date(),
+        }
+    )
+
+
+def to_staged(lake: Any, batch_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The rows staged under each table's root as a run stages them (``pipeline.lake.staging``):
+    table -> StagedBatch. The batch must be begun."""
+    from pipeline.lake.staged_tables import table_layout
+    from pipeline.lake.staging import stage_files, staging_folder
+    from pipeline.lake.table_schema import to_arrow_schema
+
+    staged = {}
+    for table in schemas.TABLES:
+        folder = staging_folder(lake, table, batch_id)
+        written = to_files(folder, {t: rows[t] if t == table else [] for t in rows})[table]
+        if written:  # the writers' folder
+            (folder / table).rename(folder / "parquet")
+        layout = table_layout(table)
+        staged[table] = stage_files(
+            lake,
+            table,
+            schema=to_arrow_schema(layout["schema"]),
+            partition_by=layout["partition_by"],
+            batch_id=batch_id,
+            staging_dir=folder,
+            written=[p.relative_to(folder / table).as_posix() for p in written],
+        )
+    return staged

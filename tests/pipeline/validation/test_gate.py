@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 import schemas
 from pipeline.lake import Lake, begin_batch, finish_batch, write_table_batch
 from pipeline.lake.reader import read_table
+from pipeline.lake.staged_tables import read_all_staged
+from pipeline.lake.staging import discard_staged
 from pipeline.validation.gate import ValidationFailed, validate_batch
 from pipeline.validation.quarantine import list_quarantined, release_batch
 from pipeline.validation.suites import SUITE_NAMES
@@ -19,6 +22,10 @@ from tests.pipeline.validation.batch_rows import (
     good_batch,
     to_files,
     to_frames,
+    to_staged,
+    with_connection_carried_from_a_later_capture,
+    with_duplicate_message_id,
+    with_lagging_consumer,
 )
 
 # Every gate test runs on both engines: the tables' suites on Spark, or on DuckDB over the
@@ -59,7 +66,6 @@ def _broken(batch_id: str) -> dict[str, list[dict]]:
     orphan = copy.deepcopy(rows["errors"] or rows["receipts"])
     orphan[0]["session_id"] = "no-such-session"
     rows["receipts"].extend(orphan)  # an orphan session id
-    rows["messages"].append({**rows["messages"][1], "frame_index": 11})  # a duplicated message id
     return rows
 
 
@@ -109,9 +115,7 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
         "command is a STOMP command, or the frame records an unknown_command violation",
     ) in failed
     assert any(s == "session_consistency" and "session_id is in sessions" in d for s, d in failed)
-    assert any(s == "messages" and "message ids are unique" in d for s, d in failed)
-    # frames are untouched (the duplicate is in messages only), so nothing else may fail
-    assert len(report.failures) == 4, report.describe()
+    assert len(report.failures) == 3, report.describe()
 
     message = str(caught.value)
     assert "ACKX" in message  # the whole offending frame row is shown
@@ -121,14 +125,14 @@ def test_broken_batch_is_caught_by_the_right_expectations_and_quarantined(
 
     [quarantined] = list_quarantined(lake)
     assert quarantined.batch_id == "b2" and not quarantined.released
-    assert len(quarantined.failed) == 4
+    assert len(quarantined.failed) == 3
     report_json = json.loads((quarantined.path / "report.json").read_text())
-    assert report_json["failed"] == 4
+    assert report_json["failed"] == 3
     assert spark.read.parquet(str(quarantined.path / "receipts")).count() == 2
     assert {t: read_table(spark, lake, t).count() for t in schemas.TABLES} == before
 
     begin_batch(lake, (), batch_id="b2")
-    versions = release_batch(spark, lake, "b2")
+    versions = release_batch(lake, "b2", lambda: spark)
     assert set(versions) == set(schemas.TABLES)
     assert read_table(spark, lake, "receipts").count() == before["receipts"] + 2
     assert list_quarantined(lake)[0].released
@@ -294,3 +298,85 @@ def test_suites_run_no_more_at_once_than_threads() -> None:
     finished = _costliest_first(run, names, 3, held=(), until=checks, then=lambda: None)
     assert sorted(finished) == names
     assert in_flight[1] == 3
+
+
+def _misbehaving(case: str) -> dict[str, list[dict]]:
+    rows = good_batch("b1")
+    {
+        "duplicate_message_id": with_duplicate_message_id,
+        "lagging_consumer": with_lagging_consumer,
+        "carried_from_a_later_capture": with_connection_carried_from_a_later_capture,
+    }[case](rows)
+    return rows
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "case", ["duplicate_message_id", "lagging_consumer", "carried_from_a_later_capture"]
+)
+def test_traffic_that_misbehaves_passes_validation(
+    spark, tmp_path: Path, engine: str, case: str
+) -> None:
+    """What clients and brokers do on the wire is data (anomaly rows), never a quarantine."""
+    lake = Lake(tmp_path / "lake").ensure()
+    rows = _misbehaving(case)
+    report = validate_batch(
+        spark,
+        lake,
+        "b1",
+        to_frames(spark, rows),
+        counts_of(rows),
+        build_docs=False,
+        local_files=_files(engine, tmp_path, rows),
+    )
+    assert report.success, report.describe()
+    assert list_quarantined(lake) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_quarantine_moves_the_staged_files_and_release_commits_them_without_spark(
+    spark, tmp_path: Path, engine: str
+) -> None:
+    lake = Lake(tmp_path / "lake").ensure()
+    begin_batch(lake, (), batch_id="b2")
+    rows = _broken("b2")
+    staged = to_staged(lake, "b2", rows)
+    placed = {
+        (table, f.path): os.stat(batch.table_path / f.path).st_ino
+        for table, batch in staged.items()
+        for f in batch.files
+    }
+    assert placed
+    frames = read_all_staged(spark, staged)
+    local_files = {t: [b.table_path / f.path for f in b.files] for t, b in staged.items()}
+    with pytest.raises(ValidationFailed) as caught:
+        validate_batch(
+            spark,
+            lake,
+            "b2",
+            frames,
+            counts_of(rows),
+            build_docs=False,
+            local_files=local_files if engine == "duckdb" else None,
+            staged=staged,
+        )
+    folder = caught.value.report.quarantine_path
+    assert folder is not None
+    for (table, path), inode in placed.items():  # the same files, moved: not rewritten
+        assert os.stat(folder / table / path).st_ino == inode
+        assert not (lake.table_path(table) / path).exists()
+    assert all(not (b.staging_dir).exists() and b.files == [] for b in staged.values())
+    for batch in staged.values():  # what the run does after a failure: nothing left to drop
+        discard_staged(batch)
+    assert all((folder / table / path).exists() for table, path in placed)
+
+    def no_spark() -> None:
+        raise AssertionError("moved files are committed without Spark")
+
+    versions = release_batch(lake, "b2", no_spark)  # type: ignore[arg-type]
+    assert set(versions) == set(schemas.TABLES)
+    for table in schemas.TABLES:
+        assert read_table(spark, lake, table).count() == len(rows[table]), table
+    assert list_quarantined(lake)[0].released
+    assert all(not (folder / table).exists() for table in schemas.TABLES)
+    assert release_batch(lake, "b2", no_spark) == {}  # type: ignore[arg-type]

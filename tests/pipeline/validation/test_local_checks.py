@@ -17,7 +17,16 @@ import pytest
 from pipeline.validation import checks
 from pipeline.validation.local_checks import CheckInputs
 from pipeline.validation.local_sql import create_database
-from tests.pipeline.validation.batch_rows import at, counts_of, good_batch, to_files, to_frames
+from tests.pipeline.validation.batch_rows import (
+    CARRIED,
+    at,
+    counts_of,
+    good_batch,
+    to_files,
+    to_frames,
+    with_connection_carried_from_a_later_capture,
+    with_lagging_consumer,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -44,10 +53,16 @@ def _cases() -> list[tuple[str, dict[str, list[dict]], dict[str, Any]]]:
     good = good_batch("b1")
     broken, counts = _broken()
     no_capture = {**counts_of(good), "capture_last_ns": None}
+    lagging = good_batch("b1")
+    with_lagging_consumer(lagging)
+    backfill = good_batch("b1")
+    with_connection_carried_from_a_later_capture(backfill)
     return [
         ("good", good, counts_of(good)),
         ("broken", broken, counts),
         ("no_packets", good, no_capture),
+        ("lagging", lagging, counts_of(lagging)),
+        ("backfill", backfill, counts_of(backfill)),
     ]
 
 
@@ -66,7 +81,7 @@ def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
                 assert value == other, (name, left, right)
 
 
-@pytest.mark.parametrize("name", ["good", "broken", "no_packets"])
+@pytest.mark.parametrize("name", ["good", "broken", "no_packets", "lagging", "backfill"])
 def test_duckdb_checks_hold_the_rows_of_spark_checks(spark, tmp_path: Path, name: str) -> None:
     [(_, rows, counts)] = [c for c in _cases() if c[0] == name]
     published = tmp_path / "published.parquet"
@@ -96,3 +111,10 @@ def test_duckdb_checks_hold_the_rows_of_spark_checks(spark, tmp_path: Path, name
         assert any(r["heartbeats_off_interval"] for r in local_sessions)
         assert any(r["rows_outside_session"] for r in local_sessions)
         assert any(r["rows_after_capture"] for r in local_sessions)
+    if name == "lagging":  # the acks naming MESSAGEs given up are not counted as could-resolve
+        [acks] = [r for r in local_batch if r["table"] == "acks"]
+        assert acks["acks_total"] == 1 and acks["resolved_share"] == 1.0
+    if name == "backfill":  # the carried connection's later times are not after the capture
+        by_id = {r["session_id"]: r for r in local_sessions}
+        assert by_id[CARRIED]["rows_after_capture"] == 0
+        assert by_id[CARRIED]["rows_outside_session"] == 0
