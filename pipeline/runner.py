@@ -390,10 +390,12 @@ def _run_batch(
                 open_sessions=open_sessions,
                 suite_done=suites.update,
                 local_files=staged.local_files() if validates_on_duckdb(config) else None,
+                staged=staged.staged,
             )
         except ValidationFailed:
-            # Kept aside, not lost: the quarantine holds the tables; the files and the open
-            # connections move on so later batches are not held up by this one.
+            # Kept aside, not lost: the quarantine holds the tables (the staged files moved
+            # there); the files and the open connections move on so later batches are not held
+            # up by this one.
             discard_tables(staged)
             _write_carried(lake, batch_id, carried_rows)
             _finish(lake, ledger, batch_id, files)
