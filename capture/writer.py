@@ -449,7 +449,10 @@ class CaptureWriter:
     def _write_chunk(self, chunk: list[CaptureRecord]) -> None:
         if not chunk:
             return
-        self._write_loss_records()
+        # while the disk fails, loss blocks are retried on a timer, not before every chunk
+        # (encoding one per flow each time would cost the most when the proxy is busiest)
+        if not self._failing or self._loss_retry_due():
+            self._write_loss_records()
         try:
             self._writev_all(chunk)
         except OSError as exc:
@@ -458,7 +461,9 @@ class CaptureWriter:
                 self._salvage(chunk)
                 return
         self._count_written(chunk)
-        self._note_success()
+        if self._failing:
+            self._note_success()
+            self._write_loss_records()
 
     def _wait_for_disk(self, chunk: list[CaptureRecord]) -> bool:
         """Lossless mode, once an episode: hold forwarding (``backlogged``) and retry
@@ -510,10 +515,9 @@ class CaptureWriter:
         return False
 
     def _note_success(self) -> None:
-        if self._failing:
-            self._failing = False
-            self._waited = False
-            log.warning("capture writes succeed again in %s", self.out_dir)
+        self._failing = False
+        self._waited = False
+        log.warning("capture writes succeed again in %s", self.out_dir)
 
     def _write_loss_records(self) -> None:
         """Capture-loss blocks for payload this writer dropped since it last wrote them, ahead
