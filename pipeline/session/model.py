@@ -34,9 +34,9 @@ Choices worth knowing when reading the tables:
   violations; frames rows then carry both offsets, the sessions row the upgrade, and a
   WebSocket close without DISCONNECT ends the session as ``websocket_close``.
 * Rows include ``date`` (UTC date of the table's main time); the lake writer adds ``batch_id``.
-* Passcodes never reach a row: headers show ``***``, anomaly details and ERROR frames are
-  scrubbed of them. With ``login_hash_key`` the login (and legacy ``username``) is an
-  HMAC-SHA256 everywhere.
+* Passcodes never reach a row: headers show ``***``; anomaly details, ERROR frames, the
+  WebSocket upgrade's fields and close reasons are scrubbed of them (``privacy.scrub``). With
+  ``login_hash_key`` the login (and legacy ``username``) is an HMAC-SHA256 everywhere.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from pipeline.session.privacy import (
     protect_headers,
     scrub,
     scrub_body,
+    scrub_optional,
 )
 from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
 from pipeline.session.rows import Row, heartbeat_row, websocket_control_row
@@ -280,7 +281,8 @@ class SessionModel:
         self._out.anomaly("tcp", "conflict", direction, at, offset, detail)
 
     def on_websocket_handshake(self, handshake: HandshakeSeen) -> None:
-        """The connection is STOMP over WebSocket: the sessions row gets its upgrade."""
+        """The connection is STOMP over WebSocket: the sessions row gets its upgrade, with any
+        secret spelled out in its fields (a passcode in the URL query) masked."""
         self._websocket = handshake
         if handshake.request_ns is not None:
             self._touch(handshake.request_ns)  # the session starts with the upgrade request
@@ -302,7 +304,9 @@ class SessionModel:
             control.payload_length,
             rtt,
             control.close_code,
-            control.close_reason if control.kind == "close" else None,
+            scrub_optional(control.close_reason, self._out.secrets)
+            if control.kind == "close"
+            else None,
         )
         self._out.tables["websocket_controls"].append(row)
 
@@ -548,18 +552,19 @@ class SessionModel:
             return {"transport": "tcp", **dict.fromkeys(WEBSOCKET_COLUMNS)}
         close = self._ws_close
         counts = self._ws_counts
+        secrets = self._out.secrets
         return {
             "transport": "websocket",
-            "ws_path": ws.path,
-            "ws_origin": ws.origin,
-            "ws_user_agent": ws.user_agent,
-            "ws_subprotocols_offered": ws.subprotocols_offered,
-            "ws_subprotocol": ws.subprotocol,
-            "ws_extensions": ws.extensions,
+            "ws_path": scrub_optional(ws.path, secrets),
+            "ws_origin": scrub_optional(ws.origin, secrets),
+            "ws_user_agent": scrub_optional(ws.user_agent, secrets),
+            "ws_subprotocols_offered": scrub_optional(ws.subprotocols_offered, secrets),
+            "ws_subprotocol": scrub_optional(ws.subprotocol, secrets),
+            "ws_extensions": scrub_optional(ws.extensions, secrets),
             "ws_status": ws.status,
             "ws_pings": counts["ping"],
             "ws_pongs": counts["pong"],
             "ws_close_code": close.close_code if close else None,
-            "ws_close_reason": close.close_reason if close else None,
+            "ws_close_reason": scrub_optional(close.close_reason, secrets) if close else None,
             "ws_closed_by": SIDE[close.direction] if close else None,
         }

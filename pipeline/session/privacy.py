@@ -8,6 +8,17 @@ and brokers differ again, so a name is a passcode when its letters, once escapes
 case folded, spell ``passcode``: ``passcode ``, `` passcode``, ``PASSCODE``, ``pass\ccode``,
 ``pass:code`` and ``pass code`` all do. This does not depend on which frame or connection state
 the header was seen in.
+
+Text that is stored (anomaly details, ERROR frames, the WebSocket upgrade's request target and
+other fields, close reasons, a command made of a broken header line) goes through `scrub`, which
+masks two shapes of spelled-out secret, the rest of the text unchanged:
+
+* the passcode as a header would name it, ``passcode:`` / ``pass\ccode=`` / ``PASS CODE :``;
+* a parameter whose name spells a credential (`SECRET_PARAMETERS`: its letters, once
+  %-escapes are decoded, ``+`` read as a space, and case folded): ``password=``, ``Token:``,
+  ``access_token=``, ``pass%77ord=`` in a URL query, a fragment or free text. With ``=`` the
+  value ends at ``&`` or ``#`` as well (a query's next parameter stays readable); an empty value
+  and a name without a value are left as they are.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote_plus
 
 from pipeline.session.options import ModelOptions
 
@@ -26,13 +38,47 @@ SECRET_HEADERS: frozenset[str] = frozenset({"passcode"})
 LOGIN_HEADERS: frozenset[str] = frozenset({"login", "username"})  # username: pre-1.0 clients
 
 # "passcode" (with the separators a name may carry, see is_secret_header) then ':' or '=':
-# the value up to the next space, comma or semicolon is masked.
-_NAME_IN_TEXT = r"pass(?:\\.|[^a-z0-9\n\\])*code[ \t]*(?:\\c|[:=])[ \t]*"
-_SECRET_IN_TEXT = re.compile(rf"(?i)({_NAME_IN_TEXT})[^\s,;]*")
-_SECRET_IN_BYTES = re.compile(rf"(?i)({_NAME_IN_TEXT})[^\s,;]*".encode())
+# the value up to the next space, comma or semicolon (after '=', also '&' or '#') is masked.
+_NAME_IN_TEXT = r"pass(?:\\.|[^a-z0-9\n\\])*code[ \t]*"
+_SECRET_IN_TEXT = re.compile(
+    rf"(?i)({_NAME_IN_TEXT}(?:\\c|:)[ \t]*)[^\s,;]+|({_NAME_IN_TEXT}=[ \t]*)[^\s,;&#]+"
+)
+# Parameter names (letters only) taken for a credential in a URL query or in text.
+SECRET_PARAMETERS: frozenset[str] = frozenset(
+    {"passcode", "password", "pass", "passwd", "token", "accesstoken"}
+)
+# A name (letters, digits, ``_.+-`` and %-escapes, not inside a longer name) then ':' or '=';
+# which names count is decided on the decoded name (`_mask_parameters`).
+_PARAMETER_NAME = re.compile(
+    r"(?i)(?<![a-z0-9_.+%\\-])((?:[a-z0-9_.+\-]|%[0-9a-f]{2}){1,256})[ \t]*([:=])[ \t]*"
+)
+_PARAMETER_VALUE = {":": re.compile(r"[^\s,;]*"), "=": re.compile(r"[^\s,;&#]*")}
 _MIN_SECRET_LEN = 4  # shorter known secrets would blank out ordinary text
 _ESCAPE = re.compile(r"\\.")
 _NOT_LETTER = re.compile(r"[^a-z]")
+
+
+def _mask_passcode(match: re.Match[str]) -> str:
+    return (match[1] or match[2]) + REDACTED
+
+
+def _mask_parameters(text: str) -> str:
+    """``text`` with the value of every parameter whose name spells a credential masked."""
+    pieces: list[str] = []
+    kept = pos = 0
+    while (name := _PARAMETER_NAME.search(text, pos)) is not None:
+        pos = name.end()
+        if _NOT_LETTER.sub("", unquote_plus(name[1]).lower()) not in SECRET_PARAMETERS:
+            continue
+        end = _PARAMETER_VALUE[name[2]].match(text, pos).end()  # type: ignore[union-attr]
+        if end > pos and text[pos:end] != REDACTED:
+            pieces += (text[kept:pos], REDACTED)
+            kept = pos = end
+    return "".join(pieces) + text[kept:] if pieces else text
+
+
+def _may_hold_secret(lowered: str) -> bool:
+    return "code" in lowered or "pass" in lowered or "tok" in lowered or "%" in lowered
 
 
 @lru_cache(maxsize=4096)  # per header of every frame; names repeat, hostile ones are evicted
@@ -97,12 +143,24 @@ def first_values(header_list: list[tuple[str, str]]) -> dict[str, str]:
 
 def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Text safe to store: ``passcode:xxx`` spelled out and any known passcode value masked."""
-    if "code" in text.lower():
-        text = _SECRET_IN_TEXT.sub(r"\g<1>" + REDACTED, text)
+    lowered = text.lower()
+    if "code" in lowered:
+        text = _SECRET_IN_TEXT.sub(_mask_passcode, text)
+    if _may_hold_secret(lowered):
+        text = _mask_parameters(text)
     for secret in secrets:
         if len(secret) >= _MIN_SECRET_LEN and secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def scrub_optional(text: str | None, secrets: tuple[str, ...] = ()) -> str | None:
+    return None if text is None else scrub(text, secrets)
+
+
+def scrub_bytes(raw: bytes) -> bytes:
+    """`scrub` for bytes (read as Latin-1, so any byte goes through unchanged but a secret)."""
+    return scrub(raw.decode("latin-1")).encode("latin-1")
 
 
 def scrub_structure(value: Any, secrets: tuple[str, ...] = ()) -> Any:
@@ -112,7 +170,7 @@ def scrub_structure(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     if isinstance(value, str):
         return scrub(value, secrets)
     if isinstance(value, bytes | bytearray):
-        return _SECRET_IN_BYTES.sub(rb"\g<1>" + REDACTED.encode(), bytes(value))
+        return scrub_bytes(bytes(value))
     if isinstance(value, dict):
         return {
             key: REDACTED
@@ -156,7 +214,7 @@ def scrub_body(
     if text is not None:
         text = scrub(text, secrets)
     if raw is not None:
-        raw = _SECRET_IN_BYTES.sub(rb"\g<1>" + REDACTED.encode(), raw)
+        raw = scrub_bytes(raw)
         for secret in secrets:
             if len(secret) >= _MIN_SECRET_LEN:
                 raw = raw.replace(secret.encode("utf-8", "surrogatepass"), REDACTED.encode())

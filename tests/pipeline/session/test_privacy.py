@@ -5,7 +5,7 @@ import hmac
 
 import pytest
 
-from pipeline.session import ModelOptions
+from pipeline.session import Endpoint, ModelOptions, SessionModel
 from pipeline.session.privacy import (
     body_fields,
     has_secret_header,
@@ -13,10 +13,14 @@ from pipeline.session.privacy import (
     is_secret_header,
     protect_headers,
     scrub,
+    scrub_bytes,
     scrub_structure,
 )
 from pipeline.session.rows import TableRow
+from pipeline.stomp import encode_frame
+from pipeline.websocket import Transport, apply
 from tests.pipeline.session.conversation import Conversation, only
+from tests.pipeline.websocket.wire import Side, request, response
 
 SECRET = "s3cret-pass"
 
@@ -224,3 +228,68 @@ def test_has_secret_header_agrees_with_each_name_before_and_after_learning_them(
         for headers in frames:
             assert has_secret_header(headers) is any(map(is_secret_header, headers)), headers
     assert len(privacy._PLAIN_NAMES) == 3 and not any(map(is_secret_header, privacy._PLAIN_NAMES))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/ws?passcode=pw1&x=1", "/ws?passcode=***&x=1"),
+        (
+            "/ws?login=a&PassWord=pw1&token=t1&token=t2",
+            "/ws?login=a&PassWord=***&token=***&token=***",
+        ),
+        (
+            "/ws?access_token=t1#access_token=t2&state=3",
+            "/ws?access_token=***#access_token=***&state=3",
+        ),
+        (
+            "/ws?pass%77ord=pw1&%70asscode=pw2&pass+word=pw3",
+            "/ws?pass%77ord=***&%70asscode=***&pass+word=***",
+        ),
+        ("/ws?Access-Token=t1;pass=pw1", "/ws?Access-Token=***;pass=***"),
+        ("/ws?passcode&token=&pass=pw1", "/ws?passcode&token=&pass=***"),  # nothing to mask
+        ("/ws?pass%20code=pw1&b=2", "/ws?pass%20code=***&b=2"),
+        ("bad login: password=pw1, retry", "bad login: password=***, retry"),
+        ("token: t1 refused", "token: *** refused"),
+        ("/ws?tokens=1&mytoken=2&bypass=3&a.token=4&id=%41",) * 2,
+        ("%" * 5000 + "a" * 300 + "=1", "%" * 5000 + "a" * 300 + "=1"),  # linear time
+    ],
+)
+def test_scrub_masks_credential_parameters_and_keeps_the_rest(text: str, expected: str) -> None:
+    assert scrub(text) == expected
+    assert scrub(expected) == expected  # masking is idempotent
+    assert scrub_bytes(text.encode() + b" \xff") == expected.encode() + b" \xff"
+
+
+def _websocket_session(target: str, reason: str) -> dict[str, list[TableRow]]:
+    """A STOMP-over-WebSocket session: upgrade to ``target``, a CONNECT, closes with ``reason``."""
+    model = SessionModel("ws1", Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 15674))
+    transport = Transport()
+    client, server = Side(True), Side(False)
+    upgrade = request(f"Referer: http://app{target}\r\n").replace(b" /ws ", f" {target} ".encode())
+    chunks = [
+        ("c2s", upgrade),
+        ("s2c", response()),
+        ("c2s", client.text(encode_frame("CONNECT", [("accept-version", "1.2"), ("host", "/")]))),
+        ("s2c", server.text(encode_frame("CONNECTED", [("version", "1.2")]) + b"\n")),
+        ("c2s", client.close(1008, reason)),
+        ("s2c", server.close(1008, reason)),
+    ]
+    offsets = {"c2s": 0, "s2c": 0}
+    for ms, (direction, data) in enumerate(chunks):
+        apply(model, transport.receive(direction, 10**18 + ms * 10**6, offsets[direction], data))
+        offsets[direction] += len(data)
+    apply(model, transport.finish(10**18 + 10**9))
+    model.finish(10**18 + 10**9)
+    return model.drain()
+
+
+def test_websocket_upgrade_and_close_reasons_are_masked() -> None:
+    target = "/ws?login=guest&passcode=url-pw-1&access_token=url-tok-2#token=frag-tok-3"
+    rows = _websocket_session(target, "passcode:reason-pw-4 password=reason-pw-5")
+    (session,) = rows["sessions"]
+    assert session["ws_path"] == "/ws?login=guest&passcode=***&access_token=***#token=***"
+    assert session["ws_close_reason"] == "passcode:*** password=***"
+    reasons = [row["close_reason"] for row in rows["websocket_controls"]]
+    assert reasons == ["passcode:*** password=***"] * 2
+    assert "-pw-" not in repr(rows) and "-tok-" not in repr(rows)
