@@ -72,7 +72,10 @@ def ensure_intact(lake: Lake) -> None:
     if findings:
         raise DamagedLake(findings)
     for name in delta_names(lake):
-        record_commits(lake, name)
+        try:
+            record_commits(lake, name)
+        except OSError as error:  # a full disk: the records can wait for the next run
+            logger.warning("commits of %s not recorded yet: %s", name, error)
 
 
 def delta_names(lake: Lake) -> list[str]:
