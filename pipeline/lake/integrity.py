@@ -2,15 +2,16 @@
 anything, and by `stomp-lake doctor`; no Spark, no delta-rs: file names, JSON lines and stats.
 
 For each Delta table and the ledger: commit versions contiguous from 0 (or from the checkpoint
-`_last_checkpoint` names), every line of every commit parses, checkpoints readable and agreeing
-with the commits they replace, every data file of the current snapshot there with the size the
-log gives. Commits this lake wrote are recorded in `_state/commits/<table>.jsonl` (version, size,
-sha256 of the commit file), so a commit deleted or edited afterwards, even into other valid JSON,
-is found. Commits nobody recorded (a kill between commit and record, lakes of earlier releases,
-delta-rs maintenance) are recorded by the next run that finds the lake intact.
+`_last_checkpoint` names), every line of every commit after it parses, the checkpoint readable
+(and, the first time it is seen, agreeing with the commits it replaces), every data file of the
+current snapshot there with the size the log gives. The commit files this lake wrote are
+recorded in `_state/commits/<table>.jsonl` (file name, size, sha256), so a commit deleted or
+edited afterwards, even into other valid JSON, is found. Commits and checkpoints nobody recorded
+(a kill between commit and record, lakes of earlier releases, delta-rs maintenance and its
+checkpoints) are recorded by the next run that finds the lake intact.
 
-Also the batch counter and the pending batch (`_state`), and carried connection state
-(`pipeline.lake.carried.check_carried`).
+Also the batch counter, the pending batch and its registry entry (`_state`), and carried
+connection state (`pipeline.lake.carried.check_carried`).
 """
 
 from __future__ import annotations
