@@ -13,10 +13,13 @@ from pipeline.cli import main
 from pipeline.lake import Lake, Ledger, list_tables, pending_batch, read_table
 from pipeline.lake.staging import MOVED_RECORD
 from pipeline.runner import RunConfig, run
+from pipeline.session import ModelOptions
+from pipeline.stomp import encode_frame
 from pipeline.validation.gate import ValidationFailed
 from pipeline.validation.quarantine import BatchQuarantined, list_quarantined
 from pipeline.validation.suites import SUITES_DIR_VARIABLE
 from tests.conftest import SAMPLES
+from tests.support.pcapgen import DEFAULT_START_NS, Chunk, Conversation, generate, write_pcap
 
 pytestmark = pytest.mark.spark
 
@@ -104,3 +107,61 @@ def test_discard_removes_it_and_unknown_batches_are_refused(tmp_path: Path, caps
     (folder / "report.json").write_text(json.dumps({"failures": []}))
     assert main(["quarantine", "--lake", str(lake.root), "--discard", "b1"]) == 0
     assert not folder.exists()
+
+
+def _stomp(command: str, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:
+    return encode_frame(command, headers, body, version="1.2") + b"\n"
+
+
+def _misbehaving_conversation(start_ns: int, port: int, *, closed: bool) -> Conversation:
+    """A client-individual consumer that falls far behind in its ACKs, on a broker that
+    delivers one message-id twice."""
+    chunks = [
+        Chunk(True, _stomp("CONNECT", [("accept-version", "1.2"), ("host", "/")])),
+        Chunk(False, _stomp("CONNECTED", [("version", "1.2")])),
+        Chunk(True, _stomp("SUBSCRIBE", [("id", "0"), ("destination", "/q/a"),
+                                         ("ack", "client-individual")])),  # fmt: skip
+    ]
+    for n in range(30):
+        message_id = "m-7" if n == 8 else f"m-{n}"  # m-7 delivered twice
+        headers = [("subscription", "0"), ("message-id", message_id), ("destination", "/q/a"),
+                   ("ack", f"a-{n}")]  # fmt: skip
+        chunks.append(Chunk(False, _stomp("MESSAGE", headers, b"x")))
+    chunks += [Chunk(True, _stomp("ACK", [("id", f"a-{n}")])) for n in range(30)]
+    if closed:
+        chunks.append(Chunk(True, _stomp("DISCONNECT", [])))
+    return Conversation(("10.0.0.1", port), ("10.0.0.2", 61613), chunks, start_ns=start_ns,
+                        close="fin" if closed else "none")  # fmt: skip
+
+
+def test_misbehaving_traffic_back_filled_while_a_later_connection_is_carried_is_committed(
+    spark, tmp_path: Path
+) -> None:
+    """Older captures back-filled with --open-connections close while a later capture's
+    connection is carried; the traffic delivers a message-id twice and its consumer lags past
+    max_pending_messages. All of it is data: the batch is committed, nothing quarantined."""
+    later = tmp_path / "later" / "later.pcap"
+    later.parent.mkdir()
+    day = 86_400 * 10**9
+    write_pcap(later, generate([_misbehaving_conversation(DEFAULT_START_NS + day, 40001,
+                                                          closed=False)]).packets)  # fmt: skip
+    older = tmp_path / "older" / "older.pcap"
+    older.parent.mkdir()
+    write_pcap(older, generate([_misbehaving_conversation(DEFAULT_START_NS, 40002,
+                                                          closed=True)]).packets)  # fmt: skip
+    lake = Lake(tmp_path / "lake")
+    options = ModelOptions(max_pending_messages=5)
+    first = run(RunConfig(inputs=[later], lake=lake.root, options=options), progress=print)
+    assert first.counts["open_connections"] == 1
+    second = run(
+        RunConfig(inputs=[older], lake=lake.root, options=options, close_open=True),
+        progress=print,
+    )
+    assert second.validation is not None and second.validation.success
+    assert list_quarantined(lake) == []
+    sessions = read_table(spark, lake, "sessions").collect()
+    assert len(sessions) == 2  # the older one and the carried one, closed at capture end
+    kinds = [r.kind for r in read_table(spark, lake, "anomalies").collect()]
+    assert kinds.count("duplicate_message_id") == 2  # once in each connection
+    assert kinds.count("pending_overflow") == 2
+    assert kinds.count("ack_unmatched_after_overflow") > 0
