@@ -107,3 +107,9 @@ def test_ctrl_c_drops_the_statement_being_typed(session) -> None:
     text = _run(session, ["SELECT 'dropped' AS x", KeyboardInterrupt(), "SELECT 'kept' AS y;"])
     assert "dropped" not in text
     assert "kept" in text
+
+
+def test_a_refused_statement_is_a_message_and_the_prompt_goes_on(session) -> None:
+    out = _run(session, ["ADD JAR /tmp/evil.jar;", "SELECT 1 AS one;"])
+    assert "refused: ADD JAR is refused: read-only; --allow-write lifts this\n" in out
+    assert "(1 row)" in out

@@ -181,3 +181,82 @@ def test_as_a_user_the_terminal_prompt_completes_names_and_edits_multi_line(tmp_
     history = (tmp_path / "history").read_text()
     assert "SELECT count(*) AS n" in history and "FROM sessions;" in history
     assert (tmp_path / "history").stat().st_mode & 0o077 == 0
+
+
+def _files(root) -> dict[str, tuple[int, int]]:
+    return {
+        str(path.relative_to(root)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+def test_the_attacks_are_refused_and_change_nothing(lake, capsys, spark, tmp_path) -> None:
+    """Writes over committed files, tables written outside the lake, files read by path and JVM
+    calls: each is one line, exit 2, and nothing moved."""
+    secret = tmp_path / "shadow"
+    secret.write_text("root:s3cr3t-hash:19000:0:99999:7:::\n")
+    partition = next((lake.root / "tables" / "frames").glob("date=*"))
+    outside = tmp_path / "logins"
+    before = _files(lake.root)
+    attacks = [
+        f"INSERT OVERWRITE DIRECTORY '{partition}' USING parquet SELECT * FROM frames",
+        f"CREATE TABLE logins USING csv LOCATION '{outside}' AS SELECT login FROM sessions",
+        f"SELECT * FROM csv.`{secret}`",
+        "SELECT * FROM csv.`/etc/shadow`",
+        "SELECT reflect('java.lang.System', 'getenv', 'HOME')",
+        "DROP VIEW sessions",
+        "ALTER TABLE sessions RENAME TO gone",
+        f"ADD JAR {tmp_path / 'evil.jar'}",
+        f"SET spark.sql.warehouse.dir={tmp_path}",
+        # a refused statement anywhere stops the whole text before anything runs
+        f"SELECT 1; CREATE TABLE t2 USING parquet LOCATION '{outside}' AS SELECT 1",
+    ]
+    for attack in attacks:
+        assert _sql(lake, attack) == 2, attack
+        captured = capsys.readouterr()
+        assert captured.out == "" and "s3cr3t" not in captured.err
+        lines = captured.err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("stomp-lake sql: refused: "), attack
+    assert _files(lake.root) == before
+    assert not outside.exists()
+    # runSQLOnFiles was off for the command and is back as the test session had it
+    assert spark.conf.get("spark.sql.runSQLOnFiles") == "true"
+
+
+def test_reads_still_work(lake, capsys) -> None:
+    cte = "WITH s AS (SELECT login FROM sessions) SELECT count(DISTINCT login) AS n FROM s"
+    assert _sql(lake, "--format", "csv", cte) == 0
+    assert capsys.readouterr().out == f"n\n{len({c['login'] for c in connections()})}\n"
+    assert _sql(lake, "--format", "csv", "SHOW TABLES") == 0
+    assert "sessions" in capsys.readouterr().out
+    assert _sql(lake, "--format", "csv", "DESCRIBE sessions") == 0
+    assert "login" in capsys.readouterr().out
+    assert _sql(lake, "--format", "csv", "SET spark.sql.session.timeZone=UTC; SELECT 1 AS x") == 0
+    assert capsys.readouterr().out == "x\n1\n"
+
+
+def test_allow_write_runs_what_the_owner_asks(lake, capsys, tmp_path) -> None:
+    secret = tmp_path / "notes.csv"
+    secret.write_text("owner-readable\n")
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    script = (
+        f"CREATE TEMPORARY VIEW scratch (n INT) USING parquet OPTIONS (path '{folder}'); "
+        "INSERT INTO scratch SELECT count(*) FROM sessions; SELECT n FROM scratch"
+    )
+    assert _sql(lake, "--allow-write", "--format", "csv", script) == 0
+    assert capsys.readouterr().out == f"n\n{len(list(connections()))}\n"
+    assert any(folder.glob("*.parquet"))
+    assert _sql(lake, "--allow-write", "--format", "csv", f"SELECT * FROM csv.`{secret}`") == 0
+    assert capsys.readouterr().out == "_c0\nowner-readable\n"
+
+
+def test_the_prompt_refuses_and_goes_on(lake, capsys, monkeypatch) -> None:
+    lines = "SELECT * FROM csv.`/etc/shadow`;\nDROP VIEW sessions;\nSELECT 6 * 7 AS answer;\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    assert _sql(lake) == 0
+    out = capsys.readouterr().out
+    assert "refused: csv./etc/shadow is not a view of the lake" in out
+    assert "refused: DropView is refused" in out
+    assert "answer\n------\n    42\n" in out
