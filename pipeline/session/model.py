@@ -26,7 +26,12 @@ Choices worth knowing when reading the tables:
   ``acked_at`` is still the time of the ACK frame itself.
 * MESSAGEs of a subscription whose SUBSCRIBE was not seen are treated as individually
   acknowledged; beyond ``max_pending_messages`` unsettled MESSAGEs the oldest is given up as
-  ``none`` (and counted in ``unacked_messages``).
+  ``none`` (and counted in ``unacked_messages``), with one ``pending_overflow`` anomaly; from
+  then on an ACK/NACK naming no unsettled MESSAGE is ``ack_unmatched_after_overflow`` (it may
+  name one given up) rather than ``ack_unmatched``.
+* A MESSAGE whose ``message-id`` one of the connection's latest 1,024 MESSAGEs had, without
+  ``redelivered:true``, is a ``duplicate_message_id`` anomaly (and a row like any other).
+* A session starts at its earliest input, whatever the order inputs were handed over in.
 * References to things that may precede the capture (unknown subscription, transaction,
   receipt) are anomalies only when the connection start (CONNECT) was seen.
 * STOMP over WebSocket (``pipeline.websocket``): the caller feeds the STOMP stream the data
