@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from capture.pcapng import enhanced_packet_block_parts
-from capture.tcp_synth import Endpoint, SynthPacket, TcpConversation
+from capture.tcp_synth import SynthPacket, TcpConversation, endpoint
 from capture.writer import CaptureRecord, CaptureWriter, RotationPolicy
-from pipeline.net import Direction
+from pipeline.net import Direction, Endpoint
 
 MSS = 1460
 BROKER = ("10.20.0.1", 61613)
@@ -173,8 +173,8 @@ class _Generator:
     def open(self, index: int, budget: int) -> _Connection:
         client = ipaddress.IPv4Address("10.30.0.0") + 1 + index % 60_000
         conv = TcpConversation(
-            Endpoint(client, 30_000 + index % 30_000),
-            Endpoint.of(*BROKER),
+            Endpoint(str(client), 30_000 + index % 30_000),
+            endpoint(*BROKER),
             client_isn=self.rng.getrandbits(32),
             server_isn=self.rng.getrandbits(32),
         )

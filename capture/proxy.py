@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from capture.config import ListenerConfig, ProxyConfig
 from capture.recorder import CaptureSink, ChunkFilter, ConnectionRecorder
 from capture.relay import Half, ProxyCounters, Relay
-from capture.tcp_synth import Endpoint, IsnGenerator, common_family
+from capture.tcp_synth import IsnGenerator, common_family
 from capture.tls import client_ssl_context, upstream_ssl_context
+from pipeline.net import Endpoint
 
 
 @dataclass(slots=True)

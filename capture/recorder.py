@@ -15,15 +15,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from capture.pcapng import block_length, capture_loss_block, enhanced_packet_block_parts
-from capture.tcp_synth import (
-    Endpoint,
-    IsnGenerator,
-    SynthPacket,
-    TcpConversation,
-    common_family,
-)
+from capture.tcp_synth import IsnGenerator, SynthPacket, TcpConversation, common_family
 from capture.writer import CaptureRecord, LossTally
-from pipeline.net import Direction
+from pipeline.net import Direction, Endpoint
 
 # per-segment framing a data record adds to its payload: EPB 32 + Ethernet 14 + IPv6 40 +
 # TCP 20 + padding 3
@@ -37,8 +31,7 @@ DIRECTION_NAMES = {Direction.C2S: "client_to_server", Direction.S2C: "server_to_
 
 
 def endpoint_text(endpoint: Endpoint) -> str:
-    ip = str(endpoint.ip)
-    return f"[{ip}]:{endpoint.port}" if ":" in ip else f"{ip}:{endpoint.port}"
+    return str(endpoint)
 
 
 def loss_record(

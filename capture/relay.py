@@ -22,8 +22,8 @@ from typing import Protocol, cast
 
 from capture.config import ListenerConfig, ProxyConfig
 from capture.recorder import ConnectionRecorder
-from capture.tcp_synth import Endpoint
-from pipeline.net import Direction
+from capture.tcp_synth import endpoint
+from pipeline.net import Direction, Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def endpoint_of(address: tuple | None) -> Endpoint | None:
     if not address:
         return None
     try:
-        return Endpoint.of(str(address[0]), int(address[1]))
+        return endpoint(str(address[0]), int(address[1]))
     except ValueError:
         return None
 
@@ -396,4 +396,4 @@ def _literal_endpoint(host: str, port: int) -> Endpoint | None:
         ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         return None
-    return Endpoint.of(host, port)
+    return endpoint(host, port)

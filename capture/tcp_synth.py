@@ -16,7 +16,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from pipeline.net import Direction
+from pipeline.net import ACK, FIN, PSH, RST, SYN, Direction, Endpoint
 
 ETHERTYPE_IPV4 = 0x0800
 ETHERTYPE_IPV6 = 0x86DD
@@ -24,12 +24,6 @@ CLIENT_MAC = bytes.fromhex("020000000001")
 SERVER_MAC = bytes.fromhex("020000000002")
 WINDOW = 0xFFFF
 TTL = 64
-
-FIN = 0x01
-SYN = 0x02
-RST = 0x04
-PSH = 0x08
-ACK = 0x10
 
 # largest payload whose IP length field still fits 16 bits (IPv4 total length includes its
 # 20-byte header, IPv6 payload length does not)
@@ -44,14 +38,13 @@ _MASK32 = 0xFFFFFFFF
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    ip: IPAddress
-    port: int
+def endpoint(host: str, port: int) -> Endpoint:
+    """An endpoint as the packets name it: the address without an IPv6 zone (``fe80::1%lo``)."""
+    return Endpoint(str(ipaddress.ip_address(host.split("%", 1)[0])), port)
 
-    @classmethod
-    def of(cls, host: str, port: int) -> Endpoint:
-        return cls(ipaddress.ip_address(host.split("%", 1)[0]), port)
+
+def address(endpoint: Endpoint) -> IPAddress:
+    return ipaddress.ip_address(endpoint.ip)
 
 
 @dataclass(slots=True)
@@ -73,21 +66,22 @@ class SynthPacket:
 def common_family(client: Endpoint, server: Endpoint) -> tuple[Endpoint, Endpoint]:
     """Both endpoints in one IP family: unwrap IPv4-mapped IPv6, else map IPv4 into IPv6."""
     client, server = _unmapped(client), _unmapped(server)
-    if client.ip.version == server.ip.version:
+    if address(client).version == address(server).version:
         return client, server
     return _as_v6(client), _as_v6(server)
 
 
 def _unmapped(endpoint: Endpoint) -> Endpoint:
-    if isinstance(endpoint.ip, ipaddress.IPv6Address) and endpoint.ip.ipv4_mapped:
-        return Endpoint(endpoint.ip.ipv4_mapped, endpoint.port)
+    ip = address(endpoint)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        return Endpoint(str(ip.ipv4_mapped), endpoint.port)
     return endpoint
 
 
 def _as_v6(endpoint: Endpoint) -> Endpoint:
-    if endpoint.ip.version == 6:
+    if address(endpoint).version == 6:
         return endpoint
-    return Endpoint(ipaddress.IPv6Address(f"::ffff:{endpoint.ip}"), endpoint.port)
+    return Endpoint(str(ipaddress.IPv6Address(f"::ffff:{endpoint.ip}")), endpoint.port)
 
 
 # RFC 6528: ISN = M + F(4-tuple, secret), M a clock ticking every 4 microseconds
@@ -106,8 +100,8 @@ class IsnGenerator:
     def pair(self, client: Endpoint, server: Endpoint, syn_ts_ns: int) -> tuple[int, int]:
         """(client ISN, server ISN) for a connection whose SYN was seen at ``syn_ts_ns``."""
         tuple_bytes = (
-            client.ip.packed + client.port.to_bytes(2, "big")
-            + server.ip.packed + server.port.to_bytes(2, "big")
+            address(client).packed + client.port.to_bytes(2, "big")
+            + address(server).packed + server.port.to_bytes(2, "big")
         )
         digest = hashlib.blake2b(tuple_bytes, key=self.key, digest_size=8).digest()
         clock = syn_ts_ns // ISN_CLOCK_NS
@@ -131,9 +125,10 @@ class _DirectionState:
     @classmethod
     def between(cls, src: Endpoint, dst: Endpoint, src_mac: bytes, dst_mac: bytes,
                 isn: int) -> _DirectionState:
-        v6 = src.ip.version == 6
+        source, destination = address(src), address(dst)
+        v6 = source.version == 6
         link = dst_mac + src_mac + (b"\x86\xdd" if v6 else b"\x08\x00")
-        addresses = src.ip.packed + dst.ip.packed
+        addresses = source.packed + destination.packed
         base = 0
         if not v6:
             fixed = _IPV4_HEAD.pack(0x45, 0, 0, 0, 0x4000, TTL, 6, 0) + addresses
@@ -155,7 +150,7 @@ class TcpConversation:
 
     def __post_init__(self) -> None:
         self.client, self.server = common_family(self.client, self.server)
-        self._v6 = self.client.ip.version == 6
+        self._v6 = address(self.client).version == 6
         self._max_payload = MAX_PAYLOAD_V6 if self._v6 else MAX_PAYLOAD_V4
         c2s = _DirectionState.between(
             self.client, self.server, CLIENT_MAC, SERVER_MAC, self.client_isn

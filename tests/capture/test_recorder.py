@@ -6,14 +6,14 @@ from typing import Any
 
 from capture.masking import PasscodeMasker
 from capture.recorder import STILL_OPEN_COMMENT, ConnectionRecorder
-from capture.tcp_synth import Endpoint
+from capture.tcp_synth import endpoint
 from capture.writer import CaptureWriter
 from pipeline.ingest import ACK, FIN, PSH, RST, SYN, CaptureAnomaly, CaptureReader, TcpPacket
 from pipeline.net import Direction
 from tests.capture.conftest import SmallDisk
 
-CLIENT = Endpoint.of("127.0.0.1", 45000)
-SERVER = Endpoint.of("127.0.0.2", 61613)
+CLIENT = endpoint("127.0.0.1", 45000)
+SERVER = endpoint("127.0.0.2", 61613)
 
 
 def _packets(writer: CaptureWriter) -> tuple[list[tuple[TcpPacket, bytes]], list[str]]:
@@ -73,7 +73,7 @@ def test_no_room_means_a_sequence_gap_and_a_count(tmp_path: Path) -> None:
 def test_reset_and_refusal(tmp_path: Path) -> None:
     writer = _writer(tmp_path)
     ConnectionRecorder(writer, CLIENT, SERVER).refused(10, 11)
-    rec = ConnectionRecorder(writer, Endpoint.of("127.0.0.1", 45001), SERVER)
+    rec = ConnectionRecorder(writer, endpoint("127.0.0.1", 45001), SERVER)
     rec.opened(20, 21)
     rec.data(Direction.C2S, 22, b"SEND\ndestination:/q/x\n\nhal")
     rec.rst(Direction.C2S, 23)

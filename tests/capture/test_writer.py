@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from capture.pcapng import enhanced_packet_block_parts
-from capture.tcp_synth import Endpoint, TcpConversation
+from capture.tcp_synth import TcpConversation, endpoint
 from capture.writer import (
     PARTIAL_SUFFIX,
     CaptureRecord,
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _records(count: int, size: int, start_ts: int = 1_000) -> list[CaptureRecord]:
-    conv = TcpConversation(Endpoint.of("127.0.0.1", 40000), Endpoint.of("127.0.0.1", 61613))
+    conv = TcpConversation(endpoint("127.0.0.1", 40000), endpoint("127.0.0.1", 61613))
     out = []
     for i in range(count):
         for packet in conv.data(Direction.C2S, start_ts + i, bytes([i % 256]) * size):
