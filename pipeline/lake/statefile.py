@@ -30,7 +30,8 @@ def write_json_atomic(path: Path, data: Any, *, mode: int = SECRET_FILE_MODE) ->
 
 
 def read_json(path: Path) -> Any | None:
-    """The file's JSON, or None when it does not exist."""
+    """The file's JSON, or None when it does not exist; ValueError when it is not JSON (empty,
+    cut or garbled): a damaged state file never reads as a missing one."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
