@@ -7,7 +7,12 @@ them alike; each WebSocket round is divided by the TCP time of the same round (i
 STOMP byte against TCP's). Writes the figures, median and spread over the rounds, to
 benchmarks/results/websocket.md and .json (or to --out).
 
+A second case checks that an upgrade request no response ever answers costs linear time: the
+request, then 20k / 40k / 80k small client packets (a SEND each), against the same SENDs as
+plain TCP in the same run; the time per packet must not grow with the packet count.
+
     .venv/bin/python benchmarks/bench_websocket.py [--messages 20000] [--repeat 9] [--out DIR]
+        [--unanswered 20000,40000,80000]
 """
 
 from __future__ import annotations
@@ -129,6 +134,46 @@ def websocket_path(script: list[tuple[str, int, bytes]]) -> int:
 
 
 PATHS = ("tcp", "ws", "ws_deflate")
+UNANSWERED_SEND = encode_frame("SEND", [("destination", "/queue/a")], b"x" * 140)
+
+
+def unanswered_script(packets: int, upgrade: bool) -> list[tuple[str, int, bytes]]:
+    """The client's packets: the upgrade request (or not), then ``packets`` SENDs."""
+    script: list[tuple[str, int, bytes]] = []
+    offset = 0
+    if upgrade:
+        script.append(("c2s", 0, REQUEST))
+        offset = len(REQUEST)
+    for _ in range(packets):
+        script.append(("c2s", offset, UNANSWERED_SEND))
+        offset += len(UNANSWERED_SEND)
+    return script
+
+
+def unanswered(sizes: list[int], repeat: int) -> dict[str, Any]:
+    """CPU seconds per packet count, the upgrade path and TCP taking turns in each round."""
+    out: dict[str, Any] = {}
+    for packets in sizes:
+        runs: dict[str, Callable[[], int]] = {
+            "tcp": partial(websocket_path, unanswered_script(packets, False)),
+            "ws_unanswered": partial(websocket_path, unanswered_script(packets, True)),
+        }
+        seconds: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(repeat):
+            for name, run in runs.items():
+                gc.collect()
+                started = time.process_time()
+                run()
+                seconds[name].append(time.process_time() - started)
+        tcp, ws = statistics.median(seconds["tcp"]), statistics.median(seconds["ws_unanswered"])
+        out[str(packets)] = {
+            "tcp_seconds": spread(seconds["tcp"], 4),
+            "ws_unanswered_seconds": spread(seconds["ws_unanswered"], 4),
+            "ws_unanswered_us_per_packet": round(ws / packets * 1e6, 2),
+            "tcp_us_per_packet": round(tcp / packets * 1e6, 2),
+            "cost_vs_tcp": round(ws / tcp, 3),
+        }
+    return out
 
 
 def measure(runs: dict[str, Callable[[], int]], repeat: int) -> dict[str, list[float]]:
@@ -160,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=9, help="rounds; each runs every path")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for websocket.md/.json")
+    parser.add_argument(
+        "--unanswered", default="20000,40000,80000", help="packet counts, comma-separated"
+    )
+    parser.add_argument("--unanswered-repeat", type=int, default=3)
     args = parser.parse_args(argv)
     c2s, s2c = traffic(args.messages)
     stomp_bytes = sum(map(len, c2s)) + sum(map(len, s2c))
@@ -175,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     load_before = os.getloadavg()[0]
     seconds = measure(runs, args.repeat)
+    sizes = [int(size) for size in args.unanswered.split(",") if size]
+    unanswered_report = unanswered(sizes, args.unanswered_repeat)
     load_after = os.getloadavg()[0]
     frames = tcp_path(scripts["tcp"])
     paths = {}
@@ -208,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         "rounds_over_target": {
             name: sum(ratio > TARGET_COST_VS_TCP for ratio in c["rounds"])
             for name, c in cost.items()
+        },
+        "unanswered_upgrade": {
+            "send_bytes": len(UNANSWERED_SEND),
+            "repeat": args.unanswered_repeat,
+            "packets": unanswered_report,
         },
     }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -269,7 +325,36 @@ def _markdown(report: dict[str, Any]) -> str:
         f"of the rounds): {verdict}. Rounds over it: {over}.",
         "",
     ]
+    lines += _unanswered_markdown(report["unanswered_upgrade"])
     return "\n".join(lines)
+
+
+def _unanswered_markdown(case: dict[str, Any]) -> list[str]:
+    lines = [
+        "## An upgrade request that is never answered",
+        "",
+        "The upgrade request, then N client packets of one "
+        f"{case['send_bytes']}-byte SEND each, no response: the transport holds the first "
+        "64 KiB, then records `websocket_upgrade_unfinished` and decodes the connection as "
+        "STOMP over TCP. Baseline: the same SENDs as plain TCP (no request), through the same "
+        f"transport and model, in the same rounds. CPU time, median of {case['repeat']} rounds.",
+        "",
+        "| packets | TCP s | unanswered upgrade s | TCP us/packet | upgrade us/packet "
+        "| cost vs TCP |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for packets, row in case["packets"].items():
+        lines.append(
+            f"| {int(packets):,} | {row['tcp_seconds']['median']:.3f} "
+            f"| {row['ws_unanswered_seconds']['median']:.3f} | {row['tcp_us_per_packet']:.2f} "
+            f"| {row['ws_unanswered_us_per_packet']:.2f} | {row['cost_vs_tcp']:.2f} |"
+        )
+    lines += [
+        "",
+        "Linear: the time per packet stays flat as the packet count doubles.",
+        "",
+    ]
+    return lines
 
 
 if __name__ == "__main__":
