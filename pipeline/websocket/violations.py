@@ -14,8 +14,8 @@ NOT_STOMP = "websocket_not_stomp"
 """The server chose a subprotocol other than v10.stomp / v11.stomp / v12.stomp (or one the
 client never offered): the connection is recorded, nothing is decoded as STOMP."""
 BAD_HANDSHAKE = "websocket_bad_handshake"
-"""The HTTP request or response could not be read (no header end within the limit, bad status
-line); the connection is recorded, nothing is decoded as STOMP."""
+"""The response's status line could not be read; the connection is recorded, nothing is decoded
+as STOMP."""
 UPGRADE_UNFINISHED = "websocket_upgrade_unfinished"
 """An upgrade left undecided past the bytes held per direction (64 KiB by default): the request
 head did not end, or the response (head) did not come. The connection is decoded as STOMP over
