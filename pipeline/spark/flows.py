@@ -34,6 +34,7 @@ from pipeline.spark.packet_loop import packet_loop
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack_column
 from pipeline.spark.table_files import TableFileWriter, WrittenFile
+from pipeline.websocket.handshake import MAX_HEAD
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -59,10 +60,14 @@ class RunnerConfig:
     table_dirs: tuple[tuple[str, str], ...] = ()
     batch_id: str = ""
     write_behind: bool = False  # row groups written on a thread (`table_files._background`)
+    # bytes an undecided WebSocket upgrade holds per direction (`pipeline.websocket.transport`)
+    websocket_max_held: int = MAX_HEAD
 
     @property
     def driver(self) -> DriverConfig:
-        return DriverConfig(self.options, self.broker_ports, self.close_open)
+        return DriverConfig(
+            self.options, self.broker_ports, self.close_open, self.websocket_max_held
+        )
 
     def table_folders(self) -> dict[str, str]:
         """Every table's staging folder; raises when one is missing (the pass needs them)."""

@@ -197,3 +197,9 @@ def test_an_upgrade_never_answered_is_bounded_then_decoded_as_tcp(tmp_path: Path
     (session,) = tables["sessions"]
     assert session["c2s_bytes"] == len(upgrade) + 2000 * len(SEND)
     assert [f["command"] for f in tables["frames"]].count("SEND") == 1999  # one ran into the GET
+
+
+def test_the_flow_pass_sets_the_websocket_bound() -> None:
+    config = RunnerConfig(("x.pcap",), websocket_max_held=1000)
+    assert config.driver.websocket_max_held == 1000
+    assert RunnerConfig(("x.pcap",)).driver.websocket_max_held == 64 * 1024
