@@ -14,7 +14,7 @@ from pipeline.websocket.events import (
     Violation,
 )
 from pipeline.websocket.transport import IGNORED, OPEN, TCP, Transport
-from tests.pipeline.websocket.wire import Side, deflate_extension, request, response
+from tests.pipeline.websocket.wire import Side, client_raw, deflate_extension, request, response
 
 CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
 CONNECTED = b"CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\x00\n"
@@ -219,3 +219,52 @@ def test_request_head_search_resumes_where_it_stopped() -> None:
         transport.receive("c2s", n, n, head[n : n + 1])
     assert transport._request_scanned == len(head) - 3
     assert transport.state == "AWAITING_RESPONSE"
+
+
+def test_an_undecided_upgrade_carried_over_keeps_its_bound() -> None:
+    """Pickled as a carried connection, the held bytes and the search positions go along."""
+    import pickle
+
+    transport = Transport(max_held=4096)
+    head = request()
+    transport.receive("c2s", 0, 0, head[:50])
+    transport = pickle.loads(pickle.dumps(transport))
+    transport.receive("c2s", 1, 50, head[50:])
+    assert transport.state == "AWAITING_RESPONSE"
+    transport = pickle.loads(pickle.dumps(transport))
+    send = b"SEND\ndestination:/q/a\n\nx\x00"
+    events: list = []
+    for n in range(4096 // len(send) + 1):
+        events += transport.receive("c2s", 2 + n, len(head) + n * len(send), send)
+    assert transport.state == TCP
+    assert [e.kind for e in events if isinstance(e, Violation)] == [v.UPGRADE_UNFINISHED]
+    assert _stomp(events, "c2s") == head + send * (4096 // len(send) + 1)
+
+
+def test_after_a_bomb_the_stomp_frames_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Context takeover on: uncompressed SEND and DISCONNECT after a deflate bomb are decoded,
+    and the RECEIPT answers the DISCONNECT."""
+    import zlib
+
+    from pipeline.websocket import deflate
+
+    monkeypatch.setattr(deflate, "MAX_MESSAGE", 1 << 20)
+    header, client_ext, _ = deflate_extension()
+    client, server = Side(True, client_ext), Side(False)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    bomb = compressor.compress(b"A" * (4 << 20)) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    script = [
+        ("c2s", request("Sec-WebSocket-Extensions: permessage-deflate\r\n")),
+        ("s2c", response(extra=header)),
+        ("c2s", client.text(CONNECT)),
+        ("s2c", server.text(CONNECTED)),
+        ("c2s", client_raw(0x1, bomb[:-4], rsv=0x40)),
+        ("c2s", client_raw(0x1, b"SEND\ndestination:/q/a\n\nhi\x00")),
+        ("c2s", client_raw(0x1, b"DISCONNECT\nreceipt:7\n\n\x00")),
+        ("s2c", server.text(b"RECEIPT\nreceipt-id:7\n\n\x00")),
+    ]
+    rows = _session_rows(Transport(), script, 1 << 16)
+    assert _frames(rows, "c2s") == ["CONNECT", "SEND", "DISCONNECT"]
+    assert _frames(rows, "s2c") == ["CONNECTED", "RECEIPT"]
+    kinds = [a["kind"] for a in rows["anomalies"]]
+    assert kinds == [v.INFLATE_FAILED]
