@@ -221,7 +221,7 @@ def _carried_before(lake: Lake) -> str | None:
     """Why the lake must have a pointer, or None when it never had one."""
     marker = marker_path(lake)
     if marker.exists():
-        return f"{marker} says this lake carries state"
+        return f"_state/{MARKER} says this lake carries state"
     from pipeline.lake.batches import pending_path
 
     pending = None
