@@ -269,3 +269,15 @@ def test_message_ids_are_remembered_within_a_bound() -> None:
     assert len(ledger.recent_ids) == RECENT_MESSAGE_IDS
     assert not ledger.seen_before("first")  # forgotten: the oldest went first
     assert ledger.seen_before(f"m{RECENT_MESSAGE_IDS - 1}")
+
+
+def test_a_ledger_carried_without_recent_ids_resumes_with_none_remembered() -> None:
+    from pipeline.session.deliveries import DeliveryLedger
+
+    ledger = DeliveryLedger()
+    ledger.seen_before("m-1")
+    _, state = ledger.__getstate__()
+    del state["recent_ids"]  # saved by a release that did not remember ids
+    resumed = DeliveryLedger.__new__(DeliveryLedger)
+    resumed.__setstate__((None, state))
+    assert not resumed.seen_before("m-1") and resumed.seen_before("m-1")
