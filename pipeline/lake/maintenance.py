@@ -8,20 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from deltalake import DeltaTable, WriterProperties
+from deltalake import ColumnProperties, DeltaTable, WriterProperties
 
 from pipeline.lake.commit import open_table
 from pipeline.lake.layout import Lake, private_umask
 from pipeline.lake.reader import TableNotFound
+from pipeline.lake.stats import FREE_TEXT_COLUMNS
 
 
 def compact(lake: Lake, table: str, *, target_file_mb: int = 128) -> dict[str, Any]:
     """Merge small files within each partition; delta-rs' metrics (numFilesAdded, ...)."""
     delta = _open(lake, table)
+    no_bounds = ColumnProperties(statistics_enabled="NONE")
+    columns = [field.name for field in delta.schema().fields]
+    properties = WriterProperties(
+        compression="ZSTD",  # free text keeps no bounds, as the run writes it (`lake.stats`)
+        column_properties={name: no_bounds for name in columns if name in FREE_TEXT_COLUMNS},
+    )
     with private_umask():
         return delta.optimize.compact(
-            target_size=target_file_mb * 1024 * 1024,
-            writer_properties=WriterProperties(compression="ZSTD"),
+            target_size=target_file_mb * 1024 * 1024, writer_properties=properties
         )
 
 

@@ -4,6 +4,13 @@ Only the footer is used, never the data. Conventions follow Delta writers: the f
 top-level primitive columns only, timestamps at millisecond precision (min rounded down, max
 rounded up so the bounds stay true), strings cut to a 32-character prefix for the minimum and the
 maximum left out when longer, no min/max for binary, decimal or non-finite floats.
+
+No min/max either for a column of free text (`FREE_TEXT_COLUMNS`): statistics copy values into
+Parquet footers and the Delta log, out of reach of what reads and masks rows. Those columns
+are masked before they are written (`pipeline.session.privacy.scrub`), but by pattern, and a
+secret spelled some way no pattern knows must not be copied again where a table's readers,
+compaction and vacuum do not look. Nobody filters on them, so files skipped on their bounds
+are not missed.
 """
 
 from __future__ import annotations
@@ -17,6 +24,21 @@ import pyarrow.parquet as pq
 
 MAX_STATS_COLUMNS = 32
 STRING_PREFIX = 32
+# Free text a client, a broker or the capture wrote (names are unique across the tables):
+# the WebSocket upgrade's URL and headers, close reasons, anomaly details, ERROR messages,
+# body previews.
+FREE_TEXT_COLUMNS: frozenset[str] = frozenset(
+    {
+        "ws_path",
+        "ws_origin",
+        "ws_user_agent",
+        "ws_close_reason",
+        "close_reason",
+        "detail",
+        "message",
+        "body_preview",
+    }
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TO_MICROS = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}
@@ -39,6 +61,8 @@ def file_stats(
         nulls, low, high = _column_summary(metadata, leaf, field.type)
         if nulls is not None:
             stats["nullCount"][field.name] = nulls
+        if field.name in FREE_TEXT_COLUMNS:
+            continue
         if low is not None:
             encoded = _encode(field.type, low, upper=False)
             if encoded is not None:

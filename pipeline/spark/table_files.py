@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import schemas
+from pipeline.lake.stats import FREE_TEXT_COLUMNS
 from pipeline.session.frame_rows import FRAME_COLUMNS, FrameRows, TableRows, new_table_rows
 from pipeline.session.message_rows import SlotRow
 from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, TableRow
@@ -163,10 +164,19 @@ def file_schema(table: str) -> pa.Schema:
 
 def statistics_columns(stored: pa.Schema) -> list[str]:
     """The columns whose Parquet statistics are written: the top-level columns that are not
-    nested. Delta's file statistics take only those (`pipeline.lake.stats`), and no reader
-    filters on a map's or a list's elements by them: the frames' two header columns' statistics
-    were 8% of the flow pass's Parquet instructions (`benchmarks/bench_flow_instructions.py`)."""
-    return [f.name for f in stored if not pa.types.is_nested(f.type)]
+    nested, binary (bodies) or free text (`FREE_TEXT_COLUMNS`). Delta's file statistics take
+    only those (`pipeline.lake.stats`), and no reader filters on a map's or a list's elements,
+    a body or free text by them: the frames' two header columns' statistics were 8% of the flow
+    pass's Parquet instructions (`benchmarks/bench_flow_instructions.py`). A body's or a free
+    text's bounds would copy their values into the footer, out of the masking's reach."""
+    return [
+        f.name
+        for f in stored
+        if not pa.types.is_nested(f.type)
+        and not pa.types.is_binary(f.type)
+        and not pa.types.is_large_binary(f.type)
+        and f.name not in FREE_TEXT_COLUMNS
+    ]
 
 
 @functools.cache

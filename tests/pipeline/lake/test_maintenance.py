@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from pipeline.lake.layout import LEDGER, Lake
 from pipeline.lake.ledger import Ledger
@@ -73,3 +75,20 @@ def test_missing_table(lake: Lake) -> None:
         compact(lake, "absent")
     with pytest.raises(ValueError):
         vacuum(lake, "absent", retention_hours=-1)
+
+
+def test_compacted_files_keep_no_bounds_of_free_text(lake: Lake) -> None:
+    path = lake.delta_path("anomalies")
+    for n in range(2):
+        rows = {"kind": [f"k-{n}"], "detail": [f"odd token: tok-{n}"], "date": ["2026-11-29"]}
+        write_deltalake(str(path), pa.table(rows), mode="append", partition_by=["date"])
+    assert compact(lake, "anomalies")["numFilesAdded"] == 1
+    (added,) = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+    assert added["min.kind"] == "k-0" and added["max.kind"] == "k-1"
+    assert added.get("min.detail") is None and added.get("max.detail") is None
+    (uri,) = DeltaTable(path).file_uris()
+    group = pq.read_metadata(uri.removeprefix("file://")).row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert columns["kind"].statistics.has_min_max
+    detail = columns["detail"]
+    assert not detail.is_stats_set or not detail.statistics.has_min_max

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from pipeline.lake.stats import file_stats
+from pipeline.lake.stats import FREE_TEXT_COLUMNS, file_stats
 
 
 def footer(tmp_path: Path, table: pa.Table, **options) -> pq.FileMetaData:
@@ -107,3 +107,19 @@ def test_agrees_with_delta_rs_own_stats(tmp_path: Path) -> None:
     assert ours["minValues"] == theirs["minValues"]
     assert ours["maxValues"] == theirs["maxValues"]
     assert ours["nullCount"] == theirs["nullCount"]
+
+
+def test_free_text_columns_keep_their_null_count_and_no_bounds(tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "session_id": ["s-1", "s-2"],
+            "detail": ["bad line passcode:pw-1", None],
+            "ws_path": ["/ws?token=tok-2", "/ws"],
+            "body_preview": ["password=pw-3", "x"],
+        }
+    )
+    assert {"detail", "ws_path", "body_preview", "close_reason"} <= FREE_TEXT_COLUMNS
+    stats = file_stats(footer(tmp_path, table))
+    assert stats["minValues"] == {"session_id": "s-1"}
+    assert stats["maxValues"] == {"session_id": "s-2"}
+    assert stats["nullCount"] == {"session_id": 0, "detail": 1, "ws_path": 0, "body_preview": 0}

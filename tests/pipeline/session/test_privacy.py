@@ -16,6 +16,7 @@ from pipeline.session.privacy import (
     scrub_bytes,
     scrub_structure,
 )
+from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from pipeline.websocket import Transport, apply
@@ -261,7 +262,7 @@ def test_scrub_masks_credential_parameters_and_keeps_the_rest(text: str, expecte
     assert scrub_bytes(text.encode() + b" \xff") == expected.encode() + b" \xff"
 
 
-def _websocket_session(target: str, reason: str) -> dict[str, list[TableRow]]:
+def _websocket_session(target: str, reason: str) -> dict[str, TableRows]:
     """A STOMP-over-WebSocket session: upgrade to ``target``, a CONNECT, closes with ``reason``."""
     model = SessionModel("ws1", Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 15674))
     transport = Transport()

@@ -148,6 +148,7 @@ def test_statistics_are_written_for_the_columns_delta_reads_them_of(tmp_path: Pa
     assert "session_id" in with_statistics and "frame_index" in with_statistics
     assert not any(path.startswith(("headers.", "header_list.")) for path in with_statistics)
     assert set(statistics_columns(file_schema("frames"))) >= with_statistics
+    assert not {"body", "body_preview"} & set(statistics_columns(file_schema("frames")))
     metadata = pq.read_metadata(tmp_path / written.path)
     assert file_stats(metadata)["minValues"]["session_id"] == "s-1"  # Delta's, as before
 
@@ -190,3 +191,12 @@ def test_timestamps_round_down_to_microseconds_as_the_rows_do() -> None:
     for row, ns in zip(rows, stamps, strict=True):
         row.update(ts=None if ns is None else to_datetime(ns), ts_ns=ns)
     assert row_batch("anomalies", rows).equals(_as_given("anomalies", rows))
+
+
+def test_free_text_and_bodies_get_no_parquet_statistics() -> None:
+    stored = {table: statistics_columns(file_schema(table)) for table in schemas.TABLES}
+    assert "ws_path" not in stored["sessions"] and "session_id" in stored["sessions"]
+    assert "close_reason" not in stored["websocket_controls"]
+    assert "detail" not in stored["anomalies"] and "kind" in stored["anomalies"]
+    assert not {"message", "body_preview"} & set(stored["errors"])
+    assert not {"body", "body_preview"} & set(stored["messages"])
