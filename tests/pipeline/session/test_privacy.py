@@ -6,6 +6,7 @@ import hmac
 import pytest
 
 from pipeline.session import Endpoint, ModelOptions, SessionModel
+from pipeline.session.frame_rows import TableRows
 from pipeline.session.privacy import (
     body_fields,
     has_secret_header,
@@ -16,7 +17,6 @@ from pipeline.session.privacy import (
     scrub_bytes,
     scrub_structure,
 )
-from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from pipeline.websocket import Transport, apply
