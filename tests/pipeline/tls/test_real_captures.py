@@ -21,6 +21,8 @@ from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segm
 from pipeline.stomp import Decoder
 from pipeline.stomp.events import Frame, HeartBeat
 from pipeline.tls import KeyLog, Plaintext, TlsAnomaly, TlsFacts, TlsSession, read_keylogs
+from pipeline.tls.transport import TlsTransport
+from pipeline.websocket.events import StompData, Violation
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tls"
 
@@ -29,6 +31,7 @@ TLS12_CHACHA = "rabbitmq-stomp-tls12-chacha"
 ACTIVEMQ_GCM = "activemq-stomp-ssl-tls12-gcm"
 LARGE = "rabbitmq-stomp-tls13-large"
 MISSING_KEY = "rabbitmq-stomp-tls13-missing-key"
+WSS = "rabbitmq-web-stomp-tls13"
 
 # What each capture negotiated, as the ServerHello names it.
 NEGOTIATED = {
@@ -37,6 +40,7 @@ NEGOTIATED = {
     ACTIVEMQ_GCM: ("TLS 1.2", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"),
     LARGE: ("TLS 1.3", "TLS_AES_256_GCM_SHA384"),
     MISSING_KEY: ("TLS 1.3", "TLS_AES_256_GCM_SHA384"),
+    WSS: ("TLS 1.3", "TLS_AES_256_GCM_SHA384"),
 }
 # The key headers the client's record keeps of each frame.
 KEY_HEADERS = ("destination", "receipt", "receipt-id", "id", "message-id", "subscription", "ack")
@@ -243,6 +247,44 @@ def test_the_key_log_embedded_in_a_pcapng_decrypts_it() -> None:
     assert_matches_record(seen, client)
 
 
+def stomp_over_wss(name: str) -> dict[Direction, bytes]:
+    """The STOMP bytes of each direction of the capture's one connection, through
+    `TlsTransport`: the TLS layer's plaintext into the WebSocket transport."""
+    keylog = read_keylogs([DATA / f"{name}.keys"])
+    transport: TlsTransport | None = None
+    stomp = {Direction.C2S: bytearray(), Direction.S2C: bytearray()}
+    for event in LocalReassembly([str(DATA / f"{name}.pcap")]):
+        if type(event) is Opened:
+            transport = TlsTransport(keylog.get)
+        elif type(event) is Segment and type(event.event) is Data:
+            assert transport is not None
+            direction = Direction.C2S if event.from_client else Direction.S2C
+            data = event.event
+            for item in transport.receive(direction, data.ts_ns, data.offset, data.data):
+                assert type(item) is not Violation, item
+                if type(item) is StompData:
+                    stomp[Direction(item.direction)] += item.data
+    assert transport is not None and transport.websocket
+    return {d: bytes(data) for d, data in stomp.items()}
+
+
+def test_web_stomp_over_wss_decrypts_to_what_the_client_sent_and_received() -> None:
+    """stomp.py's WSStompConnection to RabbitMQ web-stomp over wss://: TLS 1.3, then the HTTP
+    upgrade and WebSocket frames inside, the STOMP frames inside those."""
+    [client] = record_of(WSS)["connections"]
+    [seen] = connections_of(WSS)
+    assert seen.facts is not None and seen.facts.decrypted
+    assert (seen.facts.version, seen.facts.cipher_suite) == NEGOTIATED[WSS]
+    assert seen.facts.server_name == "stomp-lake.test"
+    assert seen.plaintext[Direction.C2S].startswith(b"GET /ws HTTP/1.1\r\n")
+    assert seen.plaintext[Direction.S2C].startswith(b"HTTP/1.1 101 Switching Protocols\r\n")
+    stomp = stomp_over_wss(WSS)
+    inner = Decrypted(seen.client_port, seen.facts)
+    for direction, data in stomp.items():
+        inner.plaintext[direction] += data
+    assert_matches_record(inner, client)
+
+
 # ---- tshark's check ----------------------------------------------------------------------------
 
 
@@ -271,7 +313,7 @@ TSHARK = shutil.which("tshark")
 
 
 @pytest.mark.skipif(TSHARK is None, reason="tshark missing (Debian package 'tshark')")
-@pytest.mark.parametrize("name", [TLS13, TLS12_CHACHA, ACTIVEMQ_GCM, LARGE, MISSING_KEY])
+@pytest.mark.parametrize("name", [TLS13, TLS12_CHACHA, ACTIVEMQ_GCM, LARGE, MISSING_KEY, WSS])
 def test_tshark_decrypts_the_same_bytes(name: str) -> None:
     port = record_of(name)["port"]
     for stream, seen in enumerate(connections_of(name)):
