@@ -7,8 +7,8 @@ and its own record of what it sent and received (DIR/<name>.record.json).
 
 Captures (DIR/rabbitmq-stomp-<name>.pcap, DIR/activemq-stomp-<name>.pcap):
   tls13           RabbitMQ, TLS 1.3 (SNI stomp-lake.test): STOMP 1.2 with heart-beats 500 ms,
-                  SUBSCRIBE client-individual, 6 SENDs (3 with receipts), 6 MESSAGEs, 5 ACK +
-                  1 NACK, a KeyUpdate both ways half-way, DISCONNECT with a receipt
+                  SUBSCRIBE client-individual, 6 SENDs (3 with receipts), their MESSAGEs, 5 ACK
+                  + 1 NACK, a KeyUpdate both ways half-way, DISCONNECT with a receipt
   tls12-chacha    the same session over TLS 1.2, ECDHE-RSA-CHACHA20-POLY1305
   ssl-tls12-gcm   ActiveMQ `stomp+ssl` (JKS keystore made by keytool from a PKCS#12), the same
                   session over TLS 1.2, ECDHE-RSA-AES256-GCM-SHA384 (activemq-stomp-ssl-tls12-gcm)
@@ -69,6 +69,7 @@ from tests.support.tls_pair import _libssl, _ssl_pointer  # noqa: E402
 SERVER_NAME = "stomp-lake.test"
 STORE_PASSWORD = "stomp-lake"
 RABBITMQ = "RabbitMQ 3.10.8 (Debian rabbitmq-server, rabbitmq_stomp TLS listener)"
+RABBITMQ_WEB = "RabbitMQ 3.10.8 (Debian rabbitmq-server, rabbitmq_web_stomp TLS listener)"
 ACTIVEMQ = "ActiveMQ 5.17.2 (Debian activemq, stomp+ssl transport)"
 SSL_KEY_UPDATE_REQUESTED = 1
 
@@ -508,7 +509,7 @@ def capture(
         "capture": pcap.name,
         "keys": f"{name}.keys",
         "port": broker.tls_port,
-        "broker": RABBITMQ if broker.kind == "rabbitmq" else ACTIVEMQ,
+        "broker": {"rabbitmq": RABBITMQ, "rabbitmq-web": RABBITMQ_WEB}.get(broker.kind, ACTIVEMQ),
         "made_by": made_by,
         "packets": stats.captured,
         "dropped_by_kernel": stats.dropped_by_kernel,
@@ -567,7 +568,7 @@ def rabbitmq_captures(out: Path, broker: TlsBroker, only: list[str], scratch: Pa
         keys = ClientTls(_fresh(out / f"{name}.keys"))
         session = lambda: stomp_session(broker, keys, bodies=json_bodies(4), web=True)  # noqa: E731
         assert broker.web_tls_port is not None
-        web = dataclasses.replace(broker, tls_port=broker.web_tls_port)  # what tcpdump watches
+        web = dataclasses.replace(broker, kind="rabbitmq-web", tls_port=broker.web_tls_port)
         capture(name, out, web, "web-stomp over wss://, TLS 1.3", [session])
 
 
