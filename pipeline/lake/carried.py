@@ -16,8 +16,9 @@ another size or other bytes. A file in the folder the manifest does not list is 
 listed parts are read.
 
 Lakes of earlier releases have pointers without a manifest digest. Such a pointer is accepted
-while its folder has no manifest: its parts must still be readable Parquet (footers read; a
-deleted part cannot be told there). The lake's next batch writes a manifest and a full pointer.
+while its folder has no manifest and there is no `carried-since.json` (which this release writes
+with its first pointer): its parts must still be readable Parquet (footers read; a deleted part
+cannot be told there). The lake's next batch writes a manifest and a full pointer.
 """
 
 from __future__ import annotations
@@ -165,13 +166,15 @@ def _verified(lake: Lake) -> CarriedState | None:
     folder = connections_dir(lake) / batch_id
     manifest_path = folder / MANIFEST
     if manifest_digest is None:
-        if manifest_path.exists():
-            _refuse(pointer_path(lake), "names no manifest, though its state folder has one")
+        if manifest_path.exists() or marker_path(lake).exists():
+            _refuse(pointer_path(lake), "names no manifest, though this release wrote the state")
         return _legacy(folder, batch_id)
     try:
         data = manifest_path.read_bytes()
     except FileNotFoundError:
         _refuse(manifest_path, f"missing: the state of batch {batch_id} cannot be verified")
+    except OSError as error:
+        _refuse(manifest_path, f"unreadable: {error.strerror}")
     if xxhash.xxh3_128_hexdigest(data) != manifest_digest:
         _refuse(manifest_path, f"is not the manifest {POINTER} names (changed or replaced)")
     entries = _manifest_parts(manifest_path, data)
@@ -179,16 +182,20 @@ def _verified(lake: Lake) -> CarriedState | None:
     for entry in entries:
         part = folder / entry.file
         try:
-            size = part.stat().st_size
-        except FileNotFoundError:
-            findings.append(Damage(part, "carried state part missing", RESTORE_STATE))
-            continue
-        if size != entry.size:
-            how = f"{size} bytes, the manifest says {entry.size}"
-            findings.append(Damage(part, f"carried state part cut or grown ({how})", RESTORE_STATE))
-        elif _digest(part) != entry.digest:
-            how = "same size, other bytes"
-            findings.append(Damage(part, f"carried state part changed ({how})", RESTORE_STATE))
+            if not part.is_file():
+                findings.append(Damage(part, "carried state part missing", RESTORE_STATE))
+            elif (size := part.stat().st_size) != entry.size:
+                how = f"{size} bytes, the manifest says {entry.size}"
+                findings.append(
+                    Damage(part, f"carried state part cut or grown ({how})", RESTORE_STATE)
+                )
+            elif _digest(part) != entry.digest:
+                how = "same size, other bytes"
+                findings.append(Damage(part, f"carried state part changed ({how})", RESTORE_STATE))
+        except OSError as error:
+            findings.append(
+                Damage(part, f"carried state part unreadable: {error.strerror}", RESTORE_STATE)
+            )
     if findings:
         raise DamagedLake(findings)
     return CarriedState(batch_id, tuple(folder / entry.file for entry in entries))
@@ -200,8 +207,10 @@ def _read_pointer(lake: Lake) -> tuple[str, str | None] | None:
     path = pointer_path(lake)
     try:
         data = read_json(path)
-    except (ValueError, UnicodeDecodeError) as error:
+    except ValueError as error:
         _refuse(path, f"not a state pointer (empty, cut or garbled): {error}")
+    except OSError as error:
+        _refuse(path, f"unreadable: {error.strerror}")
     if data is None:
         evidence = _carried_before(lake)
         if evidence:
@@ -228,7 +237,7 @@ def _carried_before(lake: Lake) -> str | None:
     try:
         data = read_json(pending_path(lake))
         pending = data.get("batch_id") if isinstance(data, dict) else None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, OSError):
         pass  # the batch state check reports it
     root = connections_dir(lake)
     if root.is_dir():

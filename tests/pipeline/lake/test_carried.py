@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,12 @@ def carrying(spark, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) ->
     return carried_lake_copy(tmp_path_factory, tmp_path / "carrying")
 
 
+def _json(path: Path) -> Any:
+    data = read_json(path)
+    assert isinstance(data, dict), path
+    return data
+
+
 def _flow_keys(spark, lake: Lake) -> list[str]:
     state = carried.read_carried(spark, lake)
     assert state is not None
@@ -92,12 +99,12 @@ def test_a_carried_state_is_listed_in_its_manifest_and_named_with_its_digest(
     parts = state_parts(carrying)
     assert parts
     folder = parts[0].parent
-    manifest = read_json(folder / carried.MANIFEST)
+    manifest = _json(folder / carried.MANIFEST)
     assert [p["file"] for p in manifest["parts"]] == [p.name for p in parts]
     assert all(p["size"] > 0 and p["rows"] > 0 for p in manifest["parts"])
-    pointer = read_json(carried.pointer_path(carrying))
+    pointer = _json(carried.pointer_path(carrying))
     assert pointer["batch_id"] == folder.name and pointer["manifest"][carried.HASH]
-    assert read_json(carried.marker_path(carrying))["first_batch"] == folder.name
+    assert _json(carried.marker_path(carrying))["first_batch"] == folder.name
     keys = _flow_keys(spark, carrying)
     assert keys
     # A file the manifest does not list is not read (and is no damage).
@@ -126,7 +133,7 @@ def test_a_manifest_replaced_or_a_pointer_stripped_of_its_digest_is_damage(
 ) -> None:
     folder = state_parts(carrying)[0].parent
     manifest_path = folder / carried.MANIFEST
-    manifest = read_json(manifest_path)
+    manifest = _json(manifest_path)
     write_json_atomic(manifest_path, {**manifest, "parts": manifest["parts"][1:]})
     (finding,) = carried.check_carried(carrying)
     assert finding.path == manifest_path and "not the manifest" in finding.problem
@@ -177,8 +184,10 @@ def test_a_state_of_an_earlier_release_is_read_once_then_gets_a_manifest(
     folder = parts[0].parent
     keys = _flow_keys(spark, carrying)
     (folder / carried.MANIFEST).unlink()
-    carried.marker_path(carrying).unlink()
     write_json_atomic(carried.pointer_path(carrying), {"batch_id": folder.name})
+    (finding,) = carried.check_carried(carrying)  # this release wrote it: never legacy again
+    assert finding.path == carried.pointer_path(carrying)
+    carried.marker_path(carrying).unlink()
     assert carried.check_carried(carrying) == []
     assert _flow_keys(spark, carrying) == keys
     with parts[0].open("r+b") as handle:  # a cut part is still found: its footer is gone
