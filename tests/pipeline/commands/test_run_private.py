@@ -149,3 +149,26 @@ def test_every_path_is_private_after_maintenance(validated: tuple[Path, str]) ->
     subprocess.run([sys.executable, "-c", script, str(root)], cwd=REPO, env=env, check=True)
     assert _loose(root) == []
     assert _leaks_in_lake(root) == []
+
+
+def test_websocket_placements_are_stored_masked(validated: tuple[Path, str]) -> None:
+    """The WebSocket connections were decoded (not skipped): their URL and close reasons are
+    in the tables, with the credentials as ``***`` and the rest as sent."""
+    root, _ = validated
+    sessions = pq.read_table(root / "tables" / "sessions").to_pylist()
+    paths = sorted(row["ws_path"] for row in sessions if row["transport"] == "websocket")
+    assert paths == [
+        "/stomp?token=***&token=***&passcode&pass=***#access_token=***&state=1",
+        "/ws?login=guest&passcode=***&password=***&pass=***&token=***&access_token=***&x=1",
+        "/ws?pass%77ord=***&%70asscode=***&Access%5FToken=***",
+    ]
+    controls = pq.read_table(root / "tables" / "websocket_controls").to_pylist()
+    reasons = {row["close_reason"] for row in controls}
+    assert reasons == {
+        "passcode:***",
+        "Authentication failed password=***",
+        "PASSCODE = ***",
+        "bye",
+        "token: ***",
+        "going away",
+    }
