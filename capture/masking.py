@@ -16,12 +16,21 @@ whose name could be read as ``passcode``. It errs on the side of masking, as bro
   contains ``passcode``; a name longer than MAX_NAME bytes is masked too;
 - value: everything after the first colon up to LF (a CR before the LF is kept unless it is
   the last byte of a chunk: then it is masked, as it may belong to the value).
+
+A stream that opens with ``GET `` (a WebSocket upgrade) has the request target's credential
+parameters masked as well (`RequestTargetMasker`): the value of every query or fragment
+parameter whose name spells a credential, by the rule the lake masks them with
+(`pipeline.session.privacy.SECRET_PARAMETERS`). The WebSocket frames that follow are not
+looked into.
 """
 
 from __future__ import annotations
 
 import re
 from enum import Enum
+from urllib.parse import unquote_plus
+
+from pipeline.session.privacy import SECRET_PARAMETERS
 
 FILLER = ord("*")
 CONNECT_PREFIXES = (b"CONNECT", b"STOMP")
@@ -31,12 +40,76 @@ _NAME_END = re.compile(rb"[:\n\0]")
 _ESCAPE = re.compile(rb"\\(.)", re.DOTALL)
 _ESCAPED = {b"c": b":", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"\\": b"\\"}
 _WHITESPACE = re.compile(rb"\s+")
+_NOT_LETTER = re.compile(r"[^a-z]")
+_REQUEST_METHOD = b"GET "
+MAX_REQUEST_LINE = 64 * 1024  # as the lake bounds an upgrade's head
 
 
 def is_passcode_name(name: bytes) -> bool:
     """Whether a broker could read this raw header name as ``passcode`` (erring on yes)."""
     decoded = _ESCAPE.sub(lambda m: _ESCAPED.get(m[1], m[1]), name)
     return b"passcode" in _WHITESPACE.sub(b"", decoded).lower()
+
+
+def is_credential_parameter(name: bytes) -> bool:
+    """Whether a URL parameter of this raw name holds a credential (%-escapes decoded, ``+``
+    read as a space, case and everything but letters ignored)."""
+    decoded = unquote_plus(name.decode("latin-1"), encoding="latin-1").lower()
+    return _NOT_LETTER.sub("", decoded) in SECRET_PARAMETERS
+
+
+class RequestTargetMasker:
+    """Masks, with ``*`` of the same length, the credential parameters' values in the request
+    line of a stream that opens with ``GET ``; streaming, byte by byte over that line only."""
+
+    __slots__ = ("_state", "_name", "_seen", "masked")
+
+    def __init__(self) -> None:
+        self._state = "method"  # method, path, name, value, secret, done
+        self._name = bytearray()  # the method so far, then the parameter name so far
+        self._seen = 0
+        self.masked = 0  # credential values masked
+
+    @property
+    def done(self) -> bool:
+        return self._state == "done"
+
+    def feed(self, data: bytes, buf: bytearray | None) -> bytearray | None:
+        """Mask ``data``'s share of the request line into ``buf`` (made when first needed)."""
+        state, name = self._state, self._name
+        pos = 0
+        while pos < len(data) and state != "done":
+            byte = data[pos]
+            if state == "method":
+                name.append(byte)
+                if not _REQUEST_METHOD.startswith(name):
+                    state = "done"
+                elif len(name) == len(_REQUEST_METHOD):
+                    state = "path"
+            elif byte in b" \r\n":
+                state = "done"
+            elif state == "path":
+                if byte in b"?#":
+                    state = "name"
+                    name.clear()
+            elif byte in b"&;#":
+                state = "name"
+                name.clear()
+            elif state == "name":
+                if byte == 0x3D:  # "="
+                    secret = len(name) > MAX_NAME or is_credential_parameter(bytes(name))
+                    state = "secret" if secret else "value"
+                    self.masked += secret
+                elif len(name) <= MAX_NAME:
+                    name.append(byte)
+            elif state == "secret":
+                if buf is None:
+                    buf = bytearray(data)
+                buf[pos] = FILLER
+            pos += 1
+        self._seen += pos
+        self._state = "done" if self._seen >= MAX_REQUEST_LINE else state
+        return buf
 
 
 def is_connect_command(line: bytes | bytearray) -> bool:
@@ -58,7 +131,15 @@ class State(Enum):
 class PasscodeMasker:
     """ChunkFilter: ``feed`` returns the (time, bytes) pieces to capture, one per chunk."""
 
-    __slots__ = ("_state", "_text", "_connect", "_content_length", "_remaining", "masked")
+    __slots__ = (
+        "_state",
+        "_text",
+        "_connect",
+        "_content_length",
+        "_remaining",
+        "_request",
+        "masked",
+    )
 
     def __init__(self) -> None:
         self._state = State.BETWEEN
@@ -66,15 +147,25 @@ class PasscodeMasker:
         self._connect = False  # the current frame is CONNECT/STOMP
         self._content_length: int | None = None
         self._remaining = 0
+        self._request: RequestTargetMasker | None = RequestTargetMasker()
         self.masked = 0  # passcode values masked (counted when their masking starts)
 
     def feed(self, ts_ns: int, data: bytes) -> list[tuple[int, bytes]]:
+        if self._request is not None:
+            buf = self._request.feed(data, None)
+            self.masked += self._request.masked
+            self._request.masked = 0
+            if self._request.done:
+                self._request = None
+            return self._feed(ts_ns, data, buf)
+        return self._feed(ts_ns, data, None)
+
+    def _feed(self, ts_ns: int, data: bytes, buf: bytearray | None) -> list[tuple[int, bytes]]:
         if self._state is State.BODY_LENGTH and len(data) <= self._remaining:
             self._remaining -= len(data)  # the bulk case: a chunk inside a body
             if not self._remaining:
                 self._state = State.BODY_END
-            return [(ts_ns, data)]
-        buf: bytearray | None = None
+            return [(ts_ns, data if buf is None else bytes(buf))]
         pos, size = 0, len(data)
         while pos < size:
             state = self._state

@@ -4,7 +4,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capture.masking import PasscodeMasker, is_connect_command, is_passcode_name
+from capture.masking import (
+    PasscodeMasker,
+    is_connect_command,
+    is_credential_parameter,
+    is_passcode_name,
+)
 
 CONNECT = (
     b"\r\nCONNECT\r\naccept-version:1.0,1.1,1.2\r\nhost:/\r\nlogin:guest\r\n"
@@ -21,9 +26,9 @@ def _run(masker: PasscodeMasker, chunks: list[bytes]) -> list[tuple[int, bytes]]
 
 
 def _masked(stream: bytes, chunk: int | None = None) -> bytes:
-    chunks = [stream] if chunk is None else [
-        stream[i : i + chunk] for i in range(0, len(stream), chunk)
-    ]
+    chunks = (
+        [stream] if chunk is None else [stream[i : i + chunk] for i in range(0, len(stream), chunk)]
+    )
     out = _run(PasscodeMasker(), chunks)
     assert [len(data) for _, data in out] == [len(c) for c in chunks]
     return b"".join(data for _, data in out)
@@ -52,9 +57,17 @@ def test_a_passcode_after_64_kib_of_headers_is_masked_without_holding_anything()
 @pytest.mark.parametrize(
     "line",
     [
-        b"passcode:v", b"PASSCODE:v", b"Passcode:v", b"passcode :v", b" passcode:v",
-        b"\tpasscode\t:v", b"pass code:v", b"p\\assc\\ode:v", b"x-passcode:v",
-        b"passcode\\c:v", b"passcode:v:w",
+        b"passcode:v",
+        b"PASSCODE:v",
+        b"Passcode:v",
+        b"passcode :v",
+        b" passcode:v",
+        b"\tpasscode\t:v",
+        b"pass code:v",
+        b"p\\assc\\ode:v",
+        b"x-passcode:v",
+        b"passcode\\c:v",
+        b"passcode:v:w",
     ],
 )
 def test_header_names_a_broker_could_read_as_passcode(line: bytes) -> None:
@@ -119,3 +132,48 @@ def test_any_split_gives_the_same_bytes_with_times_kept(cuts: list[int]) -> None
     expected = stream.replace(b"s3cr\\ct", b"*******")
     assert len(joined) == len(expected)
     assert all(a == b or (b, a) == (0x0D, 0x2A) for a, b in zip(joined, expected, strict=True))
+
+
+UPGRADE = (
+    b"GET /ws?login=guest&passcode=pw-1&Pass%77ord=pw-22&token=t1&token=t2&flag&x=1"
+    b"#access_token=t-3&state=s HTTP/1.1\r\nHost: b\r\nUpgrade: websocket\r\n"
+    b"Referer: http://a/?passcode=not-the-request-line\r\n\r\n"
+)
+UPGRADE_MASKED = (
+    b"GET /ws?login=guest&passcode=****&Pass%77ord=*****&token=**&token=**&flag&x=1"
+    b"#access_token=***&state=s HTTP/1.1\r\nHost: b\r\nUpgrade: websocket\r\n"
+    b"Referer: http://a/?passcode=not-the-request-line\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3, 17])
+def test_a_websocket_upgrade_has_its_credential_parameters_masked(chunk: int | None) -> None:
+    frames = b"\x81\x85\x00\x00\x00\x00hello"  # WebSocket frames after it: left as they are
+    assert _masked(UPGRADE + frames, chunk) == UPGRADE_MASKED + frames
+    masker = PasscodeMasker()
+    _run(masker, [UPGRADE])
+    assert masker.masked == 5
+
+
+def test_only_a_stream_that_opens_with_get_has_a_request_target() -> None:
+    for stream in (b"GETX /ws?token=t-1 HTTP/1.1\r\n\r\n", b"POST /ws?token=t-1 HTTP/1.1\r\n\r\n"):
+        assert _masked(stream, 2) == stream
+    assert (
+        _masked(CONNECT + b"GET /ws?token=t-1 \n\n\0")
+        == CONNECT.replace(b"s3cr\\ct", b"*******") + b"GET /ws?token=t-1 \n\n\0"
+    )
+
+
+def test_credential_parameter_names() -> None:
+    for name in (
+        b"passcode",
+        b"PASSWORD",
+        b"pass",
+        b"access_token",
+        b"Access-Token",
+        b"%70ass",
+        b"pass+word",
+    ):
+        assert is_credential_parameter(name), name
+    for name in (b"login", b"tokens", b"mytoken", b"x", b""):
+        assert not is_credential_parameter(name), name
