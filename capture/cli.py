@@ -27,6 +27,7 @@ from capture.config import (
     parse_disk_full_wait,
     parse_flush_seconds,
     parse_host_port,
+    parse_max_connections,
     parse_mode,
     parse_size,
     settings_from_toml,
@@ -156,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between stats lines on stderr, 0 for none (default 60)")
     add("--drain", type=float, metavar="SECONDS",
         help="on SIGTERM/SIGINT wait up to this long for open connections to end (default 0)")
+    add("--max-connections", type=_option(parse_max_connections), metavar="N",
+        help="most client connections open at once; more wait in the listen backlog"
+        " (default: as many as the open files limit allows, two descriptors each)")
     add("--connect-timeout", type=float, metavar="SECONDS",
         help="give up connecting to the broker after this long (default 10)")
     add("--no-upstream-check", action="store_true",
@@ -226,6 +230,7 @@ def config_from_args(args: argparse.Namespace) -> ProxyConfig:
         "lossless": args.lossless,
         "flush_seconds": args.flush_seconds,
         "disk_full_wait": args.disk_full_wait,
+        "max_connections": args.max_connections,
     }
     settings.update({key: value for key, value in overrides.items() if value is not None})
     if args.no_upstream_check:
@@ -261,16 +266,15 @@ def check_upstreams(config: ProxyConfig) -> None:
 
 
 def raise_open_file_limit() -> int:
-    """Lift the soft limit on open files to the hard one and return it: each client costs two
-    descriptors, so the usual soft limit of 1024 would stop the proxy near 500 clients."""
+    """Lift the soft limit on open files to the hard one and return the soft limit before:
+    each client costs two descriptors, so the usual 1024 would stop the proxy near 500."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         except (OSError, ValueError) as exc:  # e.g. an unlimited hard limit above fs.nr_open
             log.warning("cannot raise the open files limit from %d: %s", soft, exc)
-            return soft
-    return hard
+    return soft
 
 
 def passcode_masker_factory() -> Callable[[], ChunkFilter]:
@@ -284,7 +288,7 @@ async def run(config: ProxyConfig) -> int:
     # switch interval it can wait that long for it after each write while forwarding keeps
     # the loop thread busy; 1 ms let it write ~40% more under bulk traffic in measurements
     sys.setswitchinterval(SWITCH_INTERVAL_S)
-    open_files = raise_open_file_limit()
+    soft_before = raise_open_file_limit()
     loop = asyncio.get_running_loop()
     writer: CaptureWriter | None = None
     if config.out_dir is not None:
@@ -321,7 +325,13 @@ async def run(config: ProxyConfig) -> int:
             shown = HostPort(host, port)
             log.info("listening on %s -> upstream %s", shown, listener.config.upstream)
     log.info("capture to %s", config.out_dir or "(nowhere: --no-capture)")
-    log.info("open files limit %d (about %d connections)", open_files, open_files // 2)
+    raised = (
+        f" (raised from {soft_before})" if proxy.open_files_limit != soft_before else ""
+    )
+    log.info(
+        "open files limit %d%s: up to %d connections at once",
+        proxy.open_files_limit, raised, proxy.capacity,
+    )
     if writer is not None:
         log.info(
             "capture mode %s, buffer %d bytes, flushed every %g s%s",
@@ -331,7 +341,9 @@ async def run(config: ProxyConfig) -> int:
         )
 
     def snapshot() -> StatsSnapshot:
-        return StatsSnapshot.take(proxy.counters, writer.counters if writer else None)
+        return StatsSnapshot.take(
+            proxy.counters, writer.counters if writer else None, proxy.accept_counters
+        )
 
     stats_task = asyncio.ensure_future(_stats_loop(config.stats_interval, snapshot))
     await stop.wait()

@@ -124,6 +124,7 @@ class ProxyConfig:
     lossless: bool = True  # when the capture writer is behind, slow traffic rather than drop
     flush_seconds: float = 1.0  # most time queued capture waits for the disk and fdatasync
     disk_full_wait: float = 5.0  # lossless: most a failing disk holds traffic before dropping
+    max_connections: int | None = None  # most open at once; None: what open files allow
 
 
 CAPTURE_MODES = {"lossless": True, "drop": False}
@@ -146,6 +147,16 @@ def parse_flush_seconds(value: str | float) -> float:
     if not 0 < seconds <= MAX_FLUSH_SECONDS:
         raise ConfigError(f"flush interval {seconds} s out of range (0, {MAX_FLUSH_SECONDS:g}]")
     return seconds
+
+
+def parse_max_connections(value: str | int) -> int:
+    try:
+        count = int(value)
+    except ValueError as exc:
+        raise ConfigError(f"bad max connections {value!r}: expected a number") from exc
+    if count < 1:
+        raise ConfigError(f"max connections {count} must be at least 1")
+    return count
 
 
 def parse_disk_full_wait(value: str | float) -> float:
@@ -176,6 +187,7 @@ TOP_KEYS = {
     "capture_mode",
     "flush_seconds",
     "disk_full_wait",
+    "max_connections",
 }
 
 
@@ -268,6 +280,8 @@ def settings_from_toml(path: Path) -> dict[str, Any]:
         settings["flush_seconds"] = parse_flush_seconds(data["flush_seconds"])
     if "disk_full_wait" in data:
         settings["disk_full_wait"] = parse_disk_full_wait(data["disk_full_wait"])
+    if "max_connections" in data:
+        settings["max_connections"] = parse_max_connections(data["max_connections"])
     renamed = {"drain": "drain_seconds"}
     for key in ("rotate_seconds", "prefix", "mask_passcode", "stats_interval", "drain",
                 "connect_timeout", "check_upstream"):

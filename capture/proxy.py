@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from capture.accepting import (
+    AcceptCounters,
+    Acceptor,
+    bind_sockets,
+    connections_within_open_files_limit,
+)
 from capture.config import ListenerConfig, ProxyConfig
 from capture.recorder import CaptureSink, ChunkFilter, ConnectionRecorder
 from capture.relay import Half, ProxyCounters, Relay
@@ -15,12 +23,14 @@ from capture.tcp_synth import IsnGenerator, common_family
 from capture.tls import client_ssl_context, upstream_ssl_context
 from pipeline.net import Endpoint
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(slots=True)
 class BoundListener:
     config: ListenerConfig
     addresses: list[tuple[str, int]]
-    server: asyncio.AbstractServer
+    sockets: list[socket.socket]
 
 
 class CaptureProxy:
@@ -34,6 +44,10 @@ class CaptureProxy:
         self.sink = sink
         self.client_filter = client_filter
         self.counters = ProxyCounters()
+        self.accept_counters = AcceptCounters()
+        self.acceptor: Acceptor | None = None
+        self.open_files_limit = 0
+        self.capacity = 0  # connections open at once: the configured most, within the limit
         self.isns = IsnGenerator()
         self.relays: set[Relay] = set()
         self.listeners: list[BoundListener] = []
@@ -79,10 +93,30 @@ class CaptureProxy:
         self.counters.connections_open -= 1
         if not self.relays:
             self._idle.set()
+        if self.acceptor is not None:
+            self.acceptor.connection_ended()
+
+    def _size_capacity(self) -> None:
+        """How many connections to take at once: ``max_connections`` if the open files limit
+        leaves room for it, else what the limit allows (said once, as a warning)."""
+        self.open_files_limit, room = connections_within_open_files_limit()
+        wanted = self.config.max_connections
+        self.capacity = room if wanted is None else min(wanted, room)
+        if wanted is not None and wanted > room:
+            log.warning(
+                "the open files limit %d leaves room for %d connections, not the %d of"
+                " max_connections; raise the hard limit (ulimit -Hn, LimitNOFILE=) to take more",
+                self.open_files_limit, room, wanted,
+            )
 
     async def start(self) -> list[BoundListener]:
         """Bind every listener (only the addresses given); raises OSError if one cannot."""
         loop = asyncio.get_running_loop()
+        self._size_capacity()
+        acceptor = Acceptor(
+            loop, self.capacity, lambda: self.counters.connections_open, self.accept_counters
+        )
+        self.acceptor = acceptor
         if self.sink is not None:
 
             def drained() -> None:
@@ -95,23 +129,23 @@ class CaptureProxy:
             def factory(listener: ListenerConfig = listener) -> Half:
                 return Relay(self, listener).client
 
-            server = await loop.create_server(
-                factory,
-                listener.listen.host,
-                listener.listen.port,
-                ssl=client_ssl_context(listener),
-                reuse_address=True,
-                backlog=4096,
-            )
-            addresses = [sock.getsockname()[:2] for sock in server.sockets]
-            self.listeners.append(BoundListener(listener, addresses, server))
+            try:
+                sockets = bind_sockets(listener.listen.host, listener.listen.port)
+            except OSError:
+                acceptor.close()
+                raise
+            ssl_context = client_ssl_context(listener)
+            for sock in sockets:
+                acceptor.add(sock, factory, ssl_context)
+            addresses = [sock.getsockname()[:2] for sock in sockets]
+            self.listeners.append(BoundListener(listener, addresses, sockets))
         return self.listeners
 
     async def stop(self, drain_seconds: float = 0.0, hurry: asyncio.Event | None = None) -> None:
         """Stop accepting, let open connections finish for up to ``drain_seconds`` (or until
         ``hurry`` is set), then mark the rest as open in the capture and close them."""
-        for bound in self.listeners:
-            bound.server.close()
+        if self.acceptor is not None:
+            self.acceptor.close()
         if drain_seconds > 0 and self.relays:
             waits = [asyncio.ensure_future(self._idle.wait())]
             if hurry is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from capture.accepting import AcceptCounters
 from capture.relay import ProxyCounters
 from capture.writer import WriterCounters
 
@@ -25,10 +26,18 @@ class StatsSnapshot:
     bytes_loss_unrecorded: int = 0  # dropped bytes not (yet) in any capture-loss block
     disk_full_waits: int = 0
     disk_full_timeouts: int = 0
+    accept_limit_waits: int = 0  # times new clients had to wait: max connections open
+    accept_failures: int = 0  # accept() failed for want of descriptors or memory
 
     @classmethod
-    def take(cls, proxy: ProxyCounters, writer: WriterCounters | None) -> StatsSnapshot:
+    def take(
+        cls,
+        proxy: ProxyCounters,
+        writer: WriterCounters | None,
+        accepting: AcceptCounters | None = None,
+    ) -> StatsSnapshot:
         writer = writer or WriterCounters()
+        accepting = accepting or AcceptCounters()
         return cls(
             connections_open=proxy.connections_open,
             connections_total=proxy.connections_total,
@@ -45,6 +54,8 @@ class StatsSnapshot:
             bytes_loss_unrecorded=writer.bytes_dropped - writer.bytes_loss_recorded,
             disk_full_waits=writer.disk_full_waits,
             disk_full_timeouts=writer.disk_full_timeouts,
+            accept_limit_waits=accepting.accept_limit_waits,
+            accept_failures=accepting.accept_failures,
         )
 
     def line(self, label: str = "stats") -> str:
@@ -64,6 +75,8 @@ class StatsSnapshot:
             f" bytes_loss_unrecorded={self.bytes_loss_unrecorded}"
             f" disk_full_waits={self.disk_full_waits}"
             f" disk_full_timeouts={self.disk_full_timeouts}"
+            f" accept_limit_waits={self.accept_limit_waits}"
+            f" accept_failures={self.accept_failures}"
         )
 
 

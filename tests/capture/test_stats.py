@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from capture.accepting import AcceptCounters
 from capture.relay import ProxyCounters
 from capture.stats import StatsSnapshot, parse_stats_line
 from capture.writer import WriterCounters
@@ -12,7 +13,8 @@ def test_stats_line_round_trips() -> None:
     writer = WriterCounters(bytes_captured=25, bytes_dropped=5, files_written=3, write_errors=4,
                             backlog_waits=7, bytes_loss_recorded=2, disk_full_waits=1,
                             disk_full_timeouts=1)
-    line = StatsSnapshot.take(proxy, writer).line("summary")
+    accepting = AcceptCounters(accept_limit_waits=8, accept_failures=11)
+    line = StatsSnapshot.take(proxy, writer, accepting).line("summary")
     assert line.startswith("summary ")
     assert parse_stats_line(line) == {
         "connections_open": 2,
@@ -30,6 +32,8 @@ def test_stats_line_round_trips() -> None:
         "bytes_loss_unrecorded": 3,
         "disk_full_waits": 1,
         "disk_full_timeouts": 1,
+        "accept_limit_waits": 8,
+        "accept_failures": 11,
     }
 
 
