@@ -15,6 +15,7 @@ from pipeline.commands.options import (
     add_inputs,
     add_lake,
     add_spark,
+    add_tls_keylog,
     add_verbosity,
     env_default,
     version,
@@ -55,6 +56,7 @@ def _ports(text: str) -> tuple[int, ...]:
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     add_lake(parser)
     add_spark(parser)
+    add_tls_keylog(parser)
     parser.add_argument(
         "--batch-id",
         help="batch id (default: derived from the new files: a re-run of them is the same batch)",

@@ -11,9 +11,10 @@ Two decisions live here:
 * Strays. A connection whose start was not captured and that carried no payload (most often the
   last ACKs or FIN of one that ended in an earlier batch) is not a session: it becomes one
   anomaly row.
-* Transport. A connection whose client opens with an HTTP upgrade to WebSocket has its bytes
-  de-framed by `pipeline.websocket` before the model sees the STOMP inside; plain TCP goes to
-  the model directly.
+* Transport. A connection whose client opens with a TLS handshake has its records decrypted by
+  `pipeline.tls` (with the secrets of the run's key logs); one whose client opens with an HTTP
+  upgrade to WebSocket, directly or inside TLS, has its bytes de-framed by `pipeline.websocket`
+  before the model sees the STOMP inside; plain TCP goes to the model directly.
 
 At the end of a batch's input, a connection that is over is finished; one still open is either
 closed (``close_open``: end reason ``capture_end``) or handed back as a `DriverState` for the
@@ -33,6 +34,7 @@ from pipeline.session import Endpoint, ModelOptions, SessionModel
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import anomaly_row
 from pipeline.session.streams import make_chunk
+from pipeline.tls.transport import TlsTransport, looks_like_tls, starts_tls
 from pipeline.websocket import Transport
 from pipeline.websocket import apply as apply_transport
 from pipeline.websocket.handshake import MAX_HEAD
@@ -59,8 +61,9 @@ class DriverState:
 
     tracker: ConnectionTracker
     model: SessionModel | None
-    # What carries STOMP (pipeline.websocket): plain TCP, or WebSocket after an HTTP upgrade.
-    transport: Transport | None = None
+    # What carries STOMP: plain TCP, WebSocket after an HTTP upgrade (pipeline.websocket), either
+    # of them inside TLS (pipeline.tls).
+    transport: Transport | TlsTransport | None = None
 
 
 class ConnectionDriver:
@@ -271,10 +274,10 @@ class ConnectionDriver:
         if swap:
             conn.swap_roles()
         state.model = self._model_for(conn)
-        state.transport = Transport(
-            mid_stream=conn.role_source not in ("syn", "syn_ack"),
-            max_held=self.config.websocket_max_held,
-        )
+        mid_stream = conn.role_source not in ("syn", "syn_ack")
+        transport = Transport(mid_stream=mid_stream, max_held=self.config.websocket_max_held)
+        tls = _opens_tls(first, mid_stream)
+        state.transport = TlsTransport(inner=transport) if tls else transport
         return swap
 
     @staticmethod
@@ -284,6 +287,8 @@ class ConnectionDriver:
         transport, state.transport = state.transport, None
         if transport is not None and transport.state != TCP:
             apply_transport(model, transport.finish(ts_ns))
+        if isinstance(transport, TlsTransport):
+            model.on_tls(transport.facts)
 
     def _stray(self, conn: Connection) -> bool:
         """True (and an anomaly row) when ``conn`` is a stray, not a session: see the module
@@ -307,6 +312,17 @@ class ConnectionDriver:
             self.config.options,
             mid_stream=conn.role_source not in ("syn", "syn_ack"),
         )
+
+
+def _opens_tls(first: Segment, mid_stream: bool) -> bool:
+    """Whether a connection's first bytes are TLS: the client's handshake record at the start of
+    its stream, or, in a capture that starts mid-connection, a TLS record."""
+    data = first.event
+    if type(data) is not Data:
+        return False
+    if mid_stream:
+        return looks_like_tls(data.data)
+    return first.from_client and data.offset == 0 and starts_tls(data.data)
 
 
 def _looks_like_server(event: object) -> bool:

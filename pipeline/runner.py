@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import schemas
 from pipeline.errors import UsageError
+from pipeline.ingest.secrets import embedded_keylogs
 from pipeline.ingest.sniff import detect_format, unknown_format
 from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
 from pipeline.lake.failpoints import failpoint
@@ -38,6 +39,7 @@ from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
 from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, IMPORTED_BY_START, SparkSettings
+from pipeline.tls.keylog import KeyLog, read_keylogs
 from pipeline.validation import VALIDATION_ENGINES
 from pipeline.validation.preload import preloading
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
@@ -64,6 +66,9 @@ class RunConfig:
     wait_lock: float = 0.0
     validate: bool = True
     validation_engine: str = "auto"  # one of pipeline.validation.VALIDATION_ENGINES
+    # NSS key log files or folders of them, for TLS connections (besides the secrets that
+    # pcapng inputs embed: `pipeline.ingest.secrets`)
+    tls_keylogs: tuple[Path, ...] = ()
 
 
 @dataclass(slots=True)
@@ -151,11 +156,21 @@ def sniff_captures(paths: Iterable[str]) -> tuple[list[str], dict[str, str]]:
     return captures, others
 
 
+def tls_keylog(paths: Iterable[Path], captures: Iterable[str]) -> KeyLog:
+    """The secrets of the key log files (or folders of them) given, and of the Decryption
+    Secrets Blocks the pcapng captures hold, read once for the run."""
+    keylog = read_keylogs(paths)
+    for capture in captures:
+        for text in embedded_keylogs(capture):
+            keylog.add_lines(text.splitlines())
+    return keylog
+
+
 def check_inputs(config: RunConfig) -> tuple[list[str], dict[str, str]]:
     """The capture files to scan and the files that are not captures; InputError (exit 2) for a
     missing input or inputs without one capture file, unless the run only closes carried
     connections (`--open-connections close` over an empty folder, as maintenance does)."""
-    missing = [str(path) for path in config.inputs if not path.exists()]
+    missing = [str(path) for path in (*config.inputs, *config.tls_keylogs) if not path.exists()]
     if missing:
         raise InputError(f"no such file or directory: {', '.join(missing)}")
     captures, others = sniff_captures(discover(config.inputs))
@@ -325,7 +340,8 @@ def _run_batch(
     progress("stage 1/4: reading packets")
     sizes = [f.size for f in files]
     _figures(progress, lambda: counters.reading(sizes))
-    packets = packets_frame(spark, paths, counters=counters)
+    keylog = tls_keylog(config.tls_keylogs, paths)
+    packets = packets_frame(spark, paths, counters=counters, tls_randoms=len(keylog) > 0)
     # On disk, not in the JVM's heap: held there, the pieces (48 bytes a packet) grew the local
     # JVM by their size (2.26 GB: peak PSS 1.69 against 1.75-1.84 GB, the same speed).
     packets = packets.persist(StorageLevel.DISK_ONLY)
@@ -347,7 +363,14 @@ def _run_batch(
             table_dirs=tuple((name, str(folder / "parquet")) for name, folder in folders.items()),
             batch_id=batch_id,
             write_behind=outweighs_a_task(weights, packet_count, partitions),
+            tls_keys=keylog.only(summary.client_randoms) if len(keylog) else None,
         )
+        if len(keylog):
+            found = len(runner.tls_keys or ())
+            progress(
+                f"TLS: secrets for {found} of the {len(summary.client_randoms)} TLS "
+                f"connections read ({len(keylog)} in the key logs)"
+            )
         state = carried.read_carried(spark, lake)
         progress("stage 2/4: decoding sessions, staging tables")
         _figures(progress, counters.decoding)

@@ -21,6 +21,7 @@ from pipeline.spark.session import (
 
 LAKE_VARIABLE = "STOMP_LAKE_LAKE"
 INPUT_VARIABLE = "STOMP_LAKE_INPUT"  # several paths: separated by ':' (os.pathsep)
+TLS_KEYLOG_VARIABLE = "STOMP_LAKE_TLS_KEYLOG"  # the same
 MASTER_VARIABLE = "STOMP_LAKE_MASTER"
 DRIVER_MEMORY_VARIABLE = "STOMP_LAKE_DRIVER_MEMORY"
 VALIDATION_ENGINE_VARIABLE = "STOMP_LAKE_VALIDATION_ENGINE"
@@ -91,6 +92,20 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="capture files or folders (searched recursively for .pcap/.pcapng/.cap/.dmp) "
         f"(default: ${INPUT_VARIABLE}, paths separated by '{os.pathsep}')",
+    )
+
+
+def add_tls_keylog(parser: argparse.ArgumentParser) -> None:
+    default = env_default(TLS_KEYLOG_VARIABLE)
+    parser.add_argument(
+        "--tls-keylog",
+        action="append",
+        type=Path,
+        default=[Path(p) for p in default.split(os.pathsep) if p] if default else [],
+        metavar="PATH",
+        help="NSS key log file (SSLKEYLOGFILE) or folder of them, to decrypt TLS connections; "
+        "repeatable; secrets that pcapng captures embed are used without it "
+        f"(default: ${TLS_KEYLOG_VARIABLE}, paths separated by '{os.pathsep}')",
     )
 
 

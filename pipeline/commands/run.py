@@ -41,6 +41,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         driver_memory=args.driver_memory,
         spark_conf=dict(args.conf),
         verbosity=verbosity(args),
+        tls_keylogs=tuple(args.tls_keylog),
     )
 
 

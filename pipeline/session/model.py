@@ -75,9 +75,18 @@ from pipeline.stomp import Violation as StompViolation
 
 if TYPE_CHECKING:
     from pipeline.stomp.decoder import _NeedData
+    from pipeline.tls.session import TlsFacts
     from pipeline.websocket.events import Control, HandshakeSeen, Violation
 
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
+TLS_COLUMNS: tuple[str, ...] = (
+    "tls_version",
+    "tls_cipher_suite",
+    "tls_server_name",
+    "tls_alpn",
+    "tls_decrypted",
+    "tls_not_decrypted_reason",
+)
 WEBSOCKET_COLUMNS: tuple[str, ...] = (
     "ws_path",
     "ws_origin",
@@ -121,6 +130,7 @@ class SessionModel:
         "_websocket",
         "_ws_counts",
         "_ws_close",
+        "_tls",
     )
 
     def __init__(
@@ -155,6 +165,7 @@ class SessionModel:
         self._websocket: HandshakeSeen | None = None  # set: the connection is STOMP over WebSocket
         self._ws_counts = {"ping": 0, "pong": 0, "close": 0}
         self._ws_close: Control | None = None  # the first close frame
+        self._tls: TlsFacts | None = None  # set: the connection is STOMP (or WebSocket) over TLS
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
@@ -293,6 +304,11 @@ class SessionModel:
             self._touch(handshake.request_ns)  # the session starts with the upgrade request
         self._touch(handshake.ts_ns)
 
+    def on_tls(self, facts: TlsFacts) -> None:
+        """The connection is carried by TLS: the sessions row gets what was negotiated, and
+        whether its records were decrypted."""
+        self._tls = facts
+
     def on_websocket_control(self, control: Control, source: tuple[str, int] | None = None) -> None:
         at = self._touch(control.ts_ns, source, control.tcp_offset)
         self._ws_counts[control.kind] += 1
@@ -318,15 +334,17 @@ class SessionModel:
     def on_websocket_violation(
         self, violation: Violation, source: tuple[str, int] | None = None
     ) -> None:
-        """A WebSocket anomaly: ``stream_offset`` is its TCP offset, the detail tells the STOMP
-        stream offset when there is one."""
+        """A WebSocket or TLS anomaly (a transport's: the TLS layer's kinds start with
+        ``tls_``): ``stream_offset`` is its TCP offset, the detail tells the STOMP stream offset
+        when there is one."""
         offset = violation.tcp_offset
         at = self._touch(violation.ts_ns, source, offset or 0)
         detail = violation.detail
         if violation.stomp_offset is not None:
             detail = f"{detail} (STOMP stream offset {violation.stomp_offset})"
         self._out.counts["violations"] += 1
-        self._out.anomaly("websocket", violation.kind, violation.direction, at, offset, detail)
+        layer = "tls" if violation.kind.startswith("tls_") else "websocket"
+        self._out.anomaly(layer, violation.kind, violation.direction, at, offset, detail)
 
     def on_close(self, direction: str, ts_ns: int, how: str) -> None:
         self._touch(ts_ns)
@@ -541,6 +559,7 @@ class SessionModel:
             **self._out.counts,
             "unacked_messages": protocol.ledger.unacked,
             **self._websocket_columns(),
+            **self._tls_columns(),
             "date": started.date,
         }
 
@@ -550,6 +569,21 @@ class SessionModel:
         if closed_by_websocket and protocol.last_command != "ERROR":
             return "websocket_close"
         return protocol.end_reason(close, reason)
+
+    def _tls_columns(self) -> dict[str, object]:
+        tls = self._tls
+        if tls is None:
+            return dict.fromkeys(TLS_COLUMNS)
+        secrets = self._out.secrets
+        return {
+            "transport": "websocket+tls" if self._websocket is not None else "tls",
+            "tls_version": tls.version,
+            "tls_cipher_suite": tls.cipher_suite,
+            "tls_server_name": scrub_optional(tls.server_name, secrets),
+            "tls_alpn": scrub_optional(tls.alpn, secrets),
+            "tls_decrypted": tls.decrypted,
+            "tls_not_decrypted_reason": tls.not_decrypted_reason,
+        }
 
     def _websocket_columns(self) -> dict[str, object]:
         ws = self._websocket

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from pipeline.driver import DriverState
 
-STATE_VERSION = 5  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
+STATE_VERSION = 6  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
 # 3: messages and acks rows as dicts; 5: the WebSocket transport's bound on held bytes and the
-# de-framer's count of messages skipped after an inflate failure
+# de-framer's count of messages skipped after an inflate failure; 6: the model's TLS facts
 
 
 @dataclass(slots=True)

@@ -34,6 +34,7 @@ from pipeline.spark.packet_loop import packet_loop
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack_column
 from pipeline.spark.table_files import TableFileWriter, WrittenFile
+from pipeline.tls.keylog import KeyLog, use_keylog
 from pipeline.websocket.handshake import MAX_HEAD
 
 if TYPE_CHECKING:
@@ -62,6 +63,9 @@ class RunnerConfig:
     write_behind: bool = False  # row groups written on a thread (`table_files._background`)
     # bytes an undecided WebSocket upgrade holds per direction (`pipeline.websocket.transport`)
     websocket_max_held: int = MAX_HEAD
+    # the secrets of the run's key logs for the TLS connections of its captures, looked up by
+    # the tasks' connections (`pipeline.tls.keylog.use_keylog`)
+    tls_keys: KeyLog | None = None
 
     @property
     def driver(self) -> DriverConfig:
@@ -90,6 +94,7 @@ class FlowRunner:
         self.config = config
         self._spill = spill
         self._driver_config = config.driver
+        use_keylog(config.tls_keys)  # this process's connections look their secrets up there
         self.files = PayloadFiles(config.paths)
         self._feed_packets = packet_loop()
         self._key: str | None = None

@@ -18,6 +18,7 @@ class CaptureSummary:
     stats: dict[str, int]  # counters summed over the files, and the capture window
     flow_weights: Counter[str]  # packets of the flows the splits reported (placement)
     anomalies: list[tuple[int, int | None, str]]  # (file_id, record offset, "kind: detail")
+    client_randoms: set[bytes]  # of the TLS ClientHellos read (asked for: see read_split)
 
 
 def capture_summary(packets: DataFrame) -> CaptureSummary:
@@ -32,10 +33,14 @@ def capture_summary(packets: DataFrame) -> CaptureSummary:
     lasts: list[int] = []
     reports = []
     anomalies = []
-    side = packets.where("record_type IN ('stats', 'anomaly')")
+    randoms: set[bytes] = set()
+    side = packets.where("record_type IN ('stats', 'anomaly', 'tls_client_random')")
     for row in side.select("record_type", "file_id", "record_offset", "detail").collect():
         if row.record_type == "anomaly":
             anomalies.append((row.file_id, row.record_offset, row.detail))
+            continue
+        if row.record_type == "tls_client_random":
+            randoms.add(bytes.fromhex(row.detail))
             continue
         stats = json.loads(row.detail)
         for key in ("packets", "tcp_packets", "snaplen_cut", "bytes", "payload_bytes"):
@@ -47,7 +52,7 @@ def capture_summary(packets: DataFrame) -> CaptureSummary:
             lasts.append(stats["last_ts_ns"])
         reports.append(stats.get("flows", []))
     window = {"capture_first_ns": min(firsts), "capture_last_ns": max(lasts)} if firsts else {}
-    return CaptureSummary({**totals, **window}, flow_weights(reports), anomalies)
+    return CaptureSummary({**totals, **window}, flow_weights(reports), anomalies, randoms)
 
 
 def flow_output(tagged: DataFrame) -> tuple[dict[str, list[str]], dict[str, Any]]:

@@ -3,7 +3,8 @@ transport (`pipeline.websocket.Transport`, which finds plain STOMP or WebSocket 
 inner transport's events come back with the TCP offsets of the records that carried their bytes.
 
 A connection is taken as TLS when its client's first bytes are a TLS handshake record
-(`starts_tls`); the session row then says ``tls`` or ``websocket+tls``, and `TlsSeen` carries
+(`starts_tls`), or, in a capture that starts mid-connection, when its first bytes are a TLS
+record (`looks_like_tls`); the session row then says ``tls`` or ``websocket+tls``, and `facts`
 what was negotiated and whether the connection could be decrypted.
 """
 
@@ -12,10 +13,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from pipeline.net import Direction
-from pipeline.tls.keylog import Secrets
+from pipeline.tls.keylog import Secrets, task_secrets
 from pipeline.tls.records import HANDSHAKE
 from pipeline.tls.session import Plaintext, TlsAnomaly, TlsFacts, TlsSession
 from pipeline.websocket import Transport
@@ -32,12 +33,9 @@ def starts_tls(data: bytes) -> bool:
     return len(data) >= 3 and data[0] == HANDSHAKE and data[1] == 3 and data[2] <= 4
 
 
-@dataclass(slots=True, frozen=True)
-class TlsSeen:
-    """What the TLS handshake negotiated, once the connection is over."""
-
-    ts_ns: int
-    facts: TlsFacts
+def looks_like_tls(data: bytes) -> bool:
+    """Whether bytes seen first in a capture that starts mid-connection begin a TLS record."""
+    return len(data) >= 5 and 20 <= data[0] <= 24 and data[1] == 3 and data[2] <= 4
 
 
 class _OffsetMap:
@@ -71,15 +69,22 @@ class _OffsetMap:
 
 
 class TlsTransport:
-    __slots__ = ("tls", "inner", "_maps", "_seen")
+    """TLS, then the inner transport. ``state`` is never the inner transport's TCP: every byte
+    goes through `receive`."""
+
+    __slots__ = ("tls", "inner", "_maps")
+    state = "TLS"
 
     def __init__(
-        self, keys: Callable[[bytes], Secrets | None], inner: Transport | None = None
+        self,
+        keys: Callable[[bytes], Secrets | None] = task_secrets,
+        inner: Transport | None = None,
     ) -> None:
+        """``keys``: where the secrets are looked up by client random; by default the key log
+        the flow-pass task was given (`pipeline.tls.keylog.use_keylog`)."""
         self.tls = TlsSession(keys)
         self.inner = inner if inner is not None else Transport()
         self._maps = {Direction.C2S: _OffsetMap(), Direction.S2C: _OffsetMap()}
-        self._seen = False
 
     @property
     def websocket(self) -> bool:
@@ -121,12 +126,14 @@ class TlsTransport:
     def receive_eof(self, direction: Direction, ts_ns: int) -> list[Event]:
         return self._mapped(self.inner.receive_eof(direction, ts_ns))
 
-    def finish(self, ts_ns: int) -> list[Event | TlsSeen]:
-        out: list[Event | TlsSeen] = [*self._mapped(self.inner.finish(ts_ns))]
-        if not self._seen:
-            self._seen = True
-            out.append(TlsSeen(ts_ns, self.tls.finish()))
-        return out
+    def finish(self, ts_ns: int) -> list[Event]:
+        return self._mapped(self.inner.finish(ts_ns))
+
+    @property
+    def facts(self) -> TlsFacts:
+        """What was negotiated, and whether the connection was decrypted (final once the
+        connection is over)."""
+        return self.tls.finish()
 
     def _mapped(self, events: list[Event]) -> list[Event]:
         """The inner events with the TCP offsets of their records in place of plaintext ones."""

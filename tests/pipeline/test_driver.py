@@ -12,6 +12,7 @@ from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
 from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
+from pipeline.websocket import Transport
 
 CLIENT = ("10.0.0.1", 40000)
 SERVER = ("10.0.0.2", 61613)
@@ -52,7 +53,7 @@ class Flow:
         for packet, payload in self.packets:
             driver.packet(packet, payload, (str(self.path), packet.record_offset))
             transport = driver._state.transport if driver._state is not None else None
-            if websocket_max_held is not None and transport is not None:
+            if websocket_max_held is not None and isinstance(transport, Transport):
                 sizes = transport._held_bytes.values()
                 assert all(size <= websocket_max_held + len(payload) for size in sizes)
         tables: dict[str, TableRows] = dict(driver.drain())

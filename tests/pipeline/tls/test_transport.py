@@ -11,8 +11,8 @@ import pytest
 from pipeline.net import Direction
 from pipeline.tls.keylog import KeyLog, use_keylog
 from pipeline.tls.records import APPLICATION_DATA
-from pipeline.tls.session import NO_KEYS
-from pipeline.tls.transport import TlsSeen, TlsTransport, starts_tls
+from pipeline.tls.session import NO_KEYS, TlsFacts
+from pipeline.tls.transport import TlsTransport, looks_like_tls, starts_tls
 from pipeline.websocket.events import HandshakeSeen, StompData, Violation
 from tests.pipeline.websocket.wire import Side, request, response
 from tests.support.tls_pair import Conversation, converse
@@ -24,6 +24,7 @@ SEND = b"SEND\ndestination:/queue/a\n\nhello\x00"
 
 
 def play(talk: Conversation, keys: KeyLog) -> list[object]:
+    """The transport's events, then its facts."""
     transport = TlsTransport(keys.get)
     offsets = {C2S: 0, S2C: 0}
     events: list[object] = []
@@ -32,7 +33,7 @@ def play(talk: Conversation, keys: KeyLog) -> list[object]:
         offsets[direction] += len(data)
     for direction in (C2S, S2C):
         events += transport.receive_eof(direction, len(talk.wire))
-    return events + transport.finish(len(talk.wire))
+    return [*events, *transport.finish(len(talk.wire)), transport.facts]
 
 
 def keys_of(talk: Conversation) -> KeyLog:
@@ -55,8 +56,8 @@ def test_stomp_over_tls_comes_out_at_its_records_offsets(tmp_path: Path) -> None
         if isinstance(event, StompData):
             record = streams[Direction(event.direction)][event.tcp_offset :]
             assert record[0] == APPLICATION_DATA and record[1] == 3
-    (seen,) = [e for e in events if isinstance(e, TlsSeen)]
-    assert seen.facts.decrypted and seen.facts.version == "TLS 1.3"
+    facts = events[-1]
+    assert isinstance(facts, TlsFacts) and facts.decrypted and facts.version == "TLS 1.3"
 
 
 def test_websocket_inside_tls_is_deframed(tmp_path: Path) -> None:
@@ -82,12 +83,15 @@ def test_without_keys_the_connection_is_told_not_decoded(tmp_path: Path) -> None
     talk = converse(tmp_path, exchanges=[(C2S, CONNECT), (S2C, CONNECTED)])
     events = play(talk, KeyLog())
     assert not any(isinstance(e, StompData | Violation) for e in events)
-    (seen,) = [e for e in events if isinstance(e, TlsSeen)]
-    assert seen.facts.not_decrypted_reason == NO_KEYS
+    facts = events[-1]
+    assert isinstance(facts, TlsFacts) and facts.not_decrypted_reason == NO_KEYS
 
 
-def test_plain_stomp_and_http_do_not_start_tls() -> None:
+def test_plain_stomp_and_http_do_not_start_tls(tmp_path: Path) -> None:
     assert not starts_tls(CONNECT) and not starts_tls(request()) and not starts_tls(b"\x16")
+    assert not looks_like_tls(CONNECT) and not looks_like_tls(b"\n") and not looks_like_tls(SEND)
+    talk = converse(tmp_path, exchanges=[(C2S, CONNECT), (S2C, CONNECTED)])
+    assert looks_like_tls(talk.wire[-1][1])
 
 
 def test_a_connection_carried_in_the_middle_resumes_where_it_was(tmp_path: Path) -> None:
