@@ -305,9 +305,12 @@ class SessionModel:
         self._touch(handshake.ts_ns)
 
     def on_tls(self, facts: TlsFacts) -> None:
-        """The connection is carried by TLS: the sessions row gets what was negotiated, and
-        whether its records were decrypted."""
+        """The connection is carried by TLS: the sessions row gets what was negotiated, whether
+        its records were decrypted, and the bytes and times of the records, read or not."""
         self._tls = facts
+        for ts_ns in (facts.first_ns, facts.last_ns):
+            if ts_ns is not None:
+                self._touch(ts_ns)
 
     def on_websocket_control(self, control: Control, source: tuple[str, int] | None = None) -> None:
         at = self._touch(control.ts_ns, source, control.tcp_offset)
@@ -583,6 +586,8 @@ class SessionModel:
             "tls_alpn": scrub_optional(tls.alpn, secrets),
             "tls_decrypted": tls.decrypted,
             "tls_not_decrypted_reason": tls.not_decrypted_reason,
+            "c2s_bytes": tls.wire_bytes[C2S],
+            "s2c_bytes": tls.wire_bytes[S2C],
         }
 
     def _websocket_columns(self) -> dict[str, object]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.net import Direction
 from pipeline.tls.cipher import BadRecord, RecordCipher
@@ -95,6 +95,17 @@ class TlsFacts:
     alpn: str | None = None
     decrypted: bool = False
     not_decrypted_reason: str | None = None
+    # what crossed the wire, decrypted or not: TCP payload bytes by direction, first and last time
+    wire_bytes: dict[str, int] = field(default_factory=lambda: {"c2s": 0, "s2c": 0})
+    first_ns: int | None = None
+    last_ns: int | None = None
+
+    def saw(self, direction: str, ts_ns: int, size: int) -> None:
+        self.wire_bytes[direction] += size
+        if self.first_ns is None or ts_ns < self.first_ns:
+            self.first_ns = ts_ns
+        if self.last_ns is None or ts_ns > self.last_ns:
+            self.last_ns = ts_ns
 
 
 class _Side:
@@ -145,6 +156,7 @@ class TlsSession:
     def receive(
         self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
     ) -> list[Event]:
+        self.facts.saw(direction, ts_ns, len(data))
         side = self._sides[direction]
         if side.stopped:
             return []
