@@ -5,8 +5,10 @@ of a key log reaches the lake."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,86 @@ def test_secrets_a_pcapng_embeds_need_no_option(tmp_path: Path) -> None:
     assert session["transport"] == "tls" and session["tls_decrypted"]
     assert len(table(lake, "frames")) == len(SESSION)
     assert_no_secret_under(lake, secrets_of(talk))
+
+
+TLS_DATA = REPO / "tests" / "data" / "tls"
+
+
+def records() -> list[dict]:
+    """Every connection of the real TLS captures (tests/data/README.md), as its client saw it."""
+    out = []
+    for path in sorted(TLS_DATA.glob("*.record.json")):
+        record = json.loads(path.read_text())
+        for connection in record["connections"]:
+            out.append({**connection, "capture": record["capture"]})
+    return out
+
+
+def test_real_broker_captures_give_what_their_clients_sent_and_received(tmp_path: Path) -> None:
+    """RabbitMQ's STOMP and Web-STOMP TLS listeners and ActiveMQ's stomp+ssl, TLS 1.2 and 1.3,
+    a KeyUpdate, bodies across many records, and a connection whose key is not in the log."""
+    inbox, keys, lake = tmp_path / "in", tmp_path / "keys", tmp_path / "lake"
+    inbox.mkdir()
+    keys.mkdir()
+    for capture in TLS_DATA.glob("*.pcap"):
+        shutil.copy(capture, inbox / capture.name)
+    for keylog in TLS_DATA.glob("*.keys"):
+        shutil.copy(keylog, keys / keylog.name)
+    done = run("--input", str(inbox), "--lake", str(lake), "--tls-keylog", str(keys))
+    assert done.returncode == 0, done.stdout + done.stderr
+    sessions = {s["session_id"]: s for s in table(lake, "sessions")}
+    expected = records()
+    assert len(sessions) == len(expected)
+    ids: dict[str, set[str]] = {}
+    for message in table(lake, "messages"):
+        ids.setdefault(message["session_id"], set()).add(message["message_id"])
+    frames: dict[str, Counter[str]] = {}
+    for frame in table(lake, "frames"):
+        frames.setdefault(frame["session_id"], Counter())[
+            f"{frame['direction']} {frame['command']}"
+        ] += 1
+    acks = Counter(a["session_id"] for a in table(lake, "acks"))
+    receipts: dict[str, set[str]] = {}
+    for receipt in table(lake, "receipts"):
+        receipts.setdefault(receipt["session_id"], set()).add(receipt["receipt_id"])
+    beats = Counter((b["session_id"], b["direction"]) for b in table(lake, "heartbeats"))
+    unkeyed = [s for s in sessions.values() if not s["tls_decrypted"]]
+    assert [s["tls_not_decrypted_reason"] for s in unkeyed] == ["no_keys"]
+    assert sum(not c.get("keys_in_keylog", True) for c in expected) == 1
+    for connection in (c for c in expected if c.get("keys_in_keylog", True)):
+        (session_id,) = [
+            sid for sid, found in ids.items() if found == set(connection["message_ids"])
+        ]
+        session = sessions[session_id]
+        assert session["transport"] in ("tls", "websocket+tls") and session["tls_decrypted"]
+        assert session["tls_server_name"] == connection["tls"].get("server_name")
+        sent = Counter({f"c2s {command}": n for command, n in connection["sent"].items()})
+        received = Counter({f"s2c {command}": n for command, n in connection["received"].items()})
+        assert frames[session_id] == sent + received, connection["capture"]
+        assert acks[session_id] == len(connection["acked"]) + len(connection["nacked"])
+        assert receipts.get(session_id, set()) == set(connection["receipts"])
+        assert beats[(session_id, "c2s")] == connection["heart_beats_sent"]
+        assert beats[(session_id, "s2c")] >= connection["heart_beats_received"]
+    secrets = [
+        line.split()[2] for k in keys.iterdir() for line in k.read_text().splitlines() if line
+    ]
+    assert_no_secret_under(lake, secrets)
+    assert not any(s in done.stdout + done.stderr for s in secrets)
+
+
+def test_without_key_logs_real_tls_is_told_and_embedded_secrets_still_work(tmp_path: Path) -> None:
+    inbox, lake = tmp_path / "in", tmp_path / "lake"
+    inbox.mkdir()
+    for name in ("rabbitmq-stomp-tls13-dsb.pcapng", "rabbitmq-stomp-tls13-large.pcap"):
+        shutil.copy(TLS_DATA / name, inbox / name)
+    done = run("--input", str(inbox), "--lake", str(lake))
+    assert done.returncode == 0, done.stdout + done.stderr
+    by_reason = Counter(s["tls_not_decrypted_reason"] for s in table(lake, "sessions"))
+    assert by_reason == Counter({None: 1, "no_keys": 1})
+    (decoded,) = {f["session_id"] for f in table(lake, "frames")}
+    secrets = [
+        line.split()[2]
+        for line in (TLS_DATA / "rabbitmq-stomp-tls13.keys").read_text().splitlines()
+        if line
+    ]
+    assert_no_secret_under(lake, secrets)
