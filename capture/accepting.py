@@ -111,10 +111,11 @@ class Acceptor:
 
     def _accept(self, index: int) -> None:
         sock, factory, ssl_context = self.listening[index]
-        for _ in range(ACCEPTS_PER_WAKEUP):
+        for attempt in range(ACCEPTS_PER_WAKEUP):
             if self.full():
-                self._at_capacity()
-                return
+                if attempt == 0:  # woken for a client that has no room: it waits
+                    self._at_capacity()
+                return  # else whether one waits shows at the next wake-up
             try:
                 conn, _ = sock.accept()
             except (BlockingIOError, InterruptedError):
