@@ -36,14 +36,19 @@ def test_a_tiny_benchmark_run_writes_its_results(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads((tmp_path / "proxy.json").read_text())
     assert figures["bytes_each_way"] == 20_000_000
-    assert set(figures["bulk_median_mb_per_s"]) == {
+    assert set(figures["bulk_best_mb_per_s"]) == {
         "direct", "socat", "socat -b 262144",
         "stomp-capture, no capture", "stomp-capture, capture on",
         "stomp-capture, capture on, --capture-mode drop",
     }
     targets = figures["targets"]
     assert targets["no_byte_lost"] and targets["capture_complete"]
-    assert figures["held_connections"]["alive_after_hold"] == 30
+    assert targets["all_connections_captured"]
+    held = figures["held_connections"]
+    assert held["alive_after_hold"] == held["held_at_once"] == 30
+    assert held["proxy_open_fds"] > 60 and held["proxy_rss_mb"] > 0
+    assert figures["disk"]["best_mb_per_s"] > 0 and figures["disk"]["share_until_on_disk"] > 0
     assert figures["latency"]["stomp-capture"]["messages"] == 200
     markdown = (tmp_path / "proxy.md").read_text()
     assert "## Targets" in markdown and "stomp-capture, capture on" in markdown
+    assert "against the disk's write speed" in markdown
