@@ -166,7 +166,8 @@ def test_real_broker_captures_give_what_their_clients_sent_and_received(tmp_path
     assert len(sessions) == len(expected)
     ids: dict[str, set[str]] = {}
     for message in table(lake, "messages"):
-        ids.setdefault(message["session_id"], set()).add(message["message_id"])
+        if message["message_id"] is not None:  # a delivered MESSAGE, not a SEND
+            ids.setdefault(message["session_id"], set()).add(message["message_id"])
     frames: dict[str, Counter[str]] = {}
     for frame in table(lake, "frames"):
         frames.setdefault(frame["session_id"], Counter())[
