@@ -674,9 +674,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     disk: list[DiskRun] = []
     try:
         for repeat in range(args.repeat):
-            disk.append(disk_write_speed(capture_dir, 2 * total))
-            print(f"disk {repeat + 1}/{args.repeat}: {disk[-1].mb_per_s:.0f} MB/s", flush=True)
             for name, through in variants.items():
+                if name == CAPTURE_ON:  # the disk right before the capture it is compared with
+                    disk.append(disk_write_speed(capture_dir, 2 * total))
+                    print(f"disk {repeat + 1}/{args.repeat}: {disk[-1].mb_per_s:.0f} MB/s",
+                          flush=True)
                 result = run_bulk(total, through)
                 bulk[name].append(result)
                 print(
