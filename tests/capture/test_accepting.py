@@ -4,8 +4,11 @@ raised by the proxy itself), and clients past its limit waiting rather than rese
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import re
 import resource
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from capture.accepting import bind_sockets, connections_within_open_files_limit
-from tests.capture.harness import reassemble_captures
+from tests.capture.harness import proxied, read_all, reassemble_captures, serving
 from tests.capture.test_cli import ProxyProcess, capture_proxy
 
 CONNECTIONS = 10_000
@@ -247,6 +250,45 @@ def test_clients_past_the_limit_wait_rather_than_being_reset(tmp_path: Path) -> 
     assert summary["accept_failures"] == 0
     warnings = [line for line in proxy.lines if "as many as the proxy takes" in line]
     assert len(warnings) == 1 and "3 connections open" in warnings[0]
+
+
+def test_an_accept_failing_for_want_of_descriptors_is_counted_and_retried(
+    run: Callable, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Three clients wait in the backlog while the proxy cannot open one more descriptor: the
+    failed accept() is counted and logged once, and after the pause all three go through."""
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await read_all(reader))
+        writer.close()
+
+    async def main() -> tuple[int, list[bytes]]:
+        async with serving(echo) as upstream, proxied(None, upstream) as p:
+            clients = [socket.create_connection((p.host, p.port)) for _ in range(3)]
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            lowest_free = os.dup(0)
+            os.close(lowest_free)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lowest_free, hard))  # no new one
+            try:
+                await asyncio.sleep(0.2)
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            failures = p.proxy.accept_counters.accept_failures
+            answers = []
+            for i, client in enumerate(clients):
+                client.sendall(b"client %d" % i)
+                client.shutdown(socket.SHUT_WR)
+                reader, writer = await asyncio.open_connection(sock=client)
+                answers.append(await asyncio.wait_for(read_all(reader), 5))
+                writer.close()
+            return failures, answers
+
+    with caplog.at_level(logging.WARNING, logger="capture.accepting"):
+        failures, answers = run(main())
+    assert failures >= 1
+    assert answers == [b"client 0", b"client 1", b"client 2"]
+    told = [r.getMessage() for r in caplog.records if "accept() failed" in r.getMessage()]
+    assert len(told) == 1 and "accept_failures" in told[0]
 
 
 def test_a_hard_limit_too_low_for_max_connections_is_said_at_start(tmp_path: Path) -> None:
