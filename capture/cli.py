@@ -66,6 +66,11 @@ goes on and capture data is dropped (drop mode drops at once). Bytes lost at the
 recorded in capture-loss blocks as soon as the disk takes writes again, or at exit; what
 cannot be written even then is logged with its bytes and time range, and the exit code is 3.
 
+Each connection holds two descriptors (client and broker). At start the proxy raises its soft
+open files limit to the hard one and logs how many connections that leaves room for;
+--max-connections sets a lower ceiling. With that many open, new clients wait in the listen
+backlog until some close (counted as accept_limit_waits), rather than being reset.
+
 Files being written end in .pcapng.partial. On start, .partial files left in the output
 directory by a proxy that was killed are cut back to their last whole block and renamed (each
 one logged). Written data is synced to disk every --flush-seconds.

@@ -14,6 +14,7 @@ from capture.config import (
     parse_disk_full_wait,
     parse_flush_seconds,
     parse_host_port,
+    parse_max_connections,
     parse_mode,
     parse_size,
     settings_from_toml,
@@ -148,3 +149,14 @@ def test_disk_full_wait(tmp_path: Path) -> None:
     config.write_text("disk_full_wait = 10\n")
     assert settings_from_toml(config) == {"listeners": (), "disk_full_wait": 10.0}
     assert 0 < ProxyConfig(listeners=(), out_dir=None).disk_full_wait <= 10
+
+
+def test_max_connections(tmp_path: Path) -> None:
+    assert parse_max_connections("10000") == 10_000
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(ConfigError, match="max connections"):
+            parse_max_connections(bad)
+    config = tmp_path / "proxy.toml"
+    config.write_text("max_connections = 5000\n")
+    assert settings_from_toml(config) == {"listeners": (), "max_connections": 5000}
+    assert ProxyConfig(listeners=(), out_dir=None).max_connections is None  # the fd limit's
