@@ -143,8 +143,8 @@ class Acceptor:
         def started(task: asyncio.Future) -> None:
             self.starting -= 1
             if task.cancelled() or task.exception() is not None:
+                # the loop closed the socket with its transport (uvloop detaches it)
                 log.debug("a client connection failed to start (e.g. its TLS handshake)")
-                conn.close()
             self.connection_ended()
 
         task.add_done_callback(started)

@@ -4,6 +4,7 @@ raised by the proxy itself), and clients past its limit waiting rather than rese
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -15,10 +16,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from capture.accepting import bind_sockets, connections_within_open_files_limit
+from capture.config import ClientTls
 from tests.capture.harness import proxied, read_all, reassemble_captures, serving
 from tests.capture.test_cli import ProxyProcess, capture_proxy
 
@@ -289,6 +292,30 @@ def test_an_accept_failing_for_want_of_descriptors_is_counted_and_retried(
     assert answers == [b"client 0", b"client 1", b"client 2"]
     told = [r.getMessage() for r in caplog.records if "accept() failed" in r.getMessage()]
     assert len(told) == 1 and "accept_failures" in told[0]
+
+
+def test_a_failed_client_handshake_takes_no_place(run: Callable, tls_files: Any) -> None:
+    """Clients that never complete the TLS handshake are closed by the loop and leave no
+    connection counted as starting or open."""
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await read_all(reader))
+        writer.close()
+
+    async def main() -> tuple[int, int]:
+        tls = ClientTls(tls_files.cert, tls_files.key)
+        async with serving(echo) as upstream, proxied(None, upstream, client_tls=tls) as p:
+            for _ in range(3):
+                reader, writer = await asyncio.open_connection(p.host, p.port)
+                writer.write(b"CONNECT\naccept-version:1.2\n\n\x00" * 50)
+                with contextlib.suppress(ConnectionError):
+                    assert b"CONNECT" not in await asyncio.wait_for(read_all(reader), 5)
+                writer.close()
+            await asyncio.sleep(0.2)
+            assert p.proxy.acceptor is not None
+            return p.proxy.acceptor.starting, p.proxy.counters.connections_open
+
+    assert run(main()) == (0, 0)
 
 
 def test_a_hard_limit_too_low_for_max_connections_is_said_at_start(tmp_path: Path) -> None:
