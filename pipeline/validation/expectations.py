@@ -11,13 +11,16 @@ for COMPLETE (it samples failing rows itself), so it runs the stored suites' row
   :mod:`pipeline.validation.local_sql`) it runs for the suite's other aggregates.
 
 Both give the same outcome as the stored expectation. The suites in ``schemas/suites/`` stay
-plain GX (see :func:`pipeline.validation.suites.counting_row_queries`).
+plain GX; :func:`load_counted_suite` gives a suite as the gate runs it (defined here, with the
+types GX must know to load it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
+from great_expectations.core import ExpectationSuite
 from great_expectations.core.metric_domain_types import MetricDomainTypes
 from great_expectations.core.metric_function_types import MetricPartialFunctionTypes
 from great_expectations.execution_engine import SparkDFExecutionEngine, SqlAlchemyExecutionEngine
@@ -27,7 +30,7 @@ from great_expectations.expectations.core.unexpected_rows_expectation import (
 from great_expectations.expectations.metrics.metric_provider import metric_partial
 from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
 
-from pipeline.validation.suites import row_filter
+from pipeline.validation.suites import counting_row_queries, row_filter, suite_json
 
 ROW_COUNT = "unexpected_rows_query.row_count"
 FILTER_COUNT = "unexpected_rows_query.filter_count"
@@ -108,3 +111,12 @@ def _condition(metric_value_kwargs: dict) -> str:
             "not a filtering row query: " + str(metric_value_kwargs["unexpected_rows_query"])
         )
     return condition
+
+
+def load_counted_suite(
+    name: str, foldable: Callable[[str], bool] = lambda _: True
+) -> ExpectationSuite:
+    """The suite as the gate runs it: its row queries counted
+    (:func:`pipeline.validation.suites.counting_row_queries`, ``foldable`` as there), of this
+    module's types."""
+    return ExpectationSuite(**counting_row_queries(suite_json(name), foldable))

@@ -8,9 +8,10 @@ two Spark functions they use are defined here as DuckDB macros (`SPARK_FUNCTIONS
 
 What is read: one view per table over exactly the files validation would read on Spark (the
 staged files, ``date`` from their hive-style folders), columns and types as the table's schema;
-a table with no file is an empty table of that schema. The cross-table checks are relations of
-their own (:mod:`pipeline.validation.local_checks`). DuckDB's memory is capped
-(`DEFAULT_MEMORY`, or ``$STOMP_LAKE_VALIDATION_MEMORY``): past it, it spills to the folder.
+a table with no file is an empty table of that schema. The cross-table checks
+(:mod:`pipeline.validation.checks`, the SQL Spark runs too) are tables of their own. DuckDB's
+memory is capped (`DEFAULT_MEMORY`, or ``$STOMP_LAKE_VALIDATION_MEMORY``): past it, it spills
+to the folder.
 
 GX 1.24 returns a query's result after giving its connection back to the pool, and the DuckDB
 driver (duckdb_engine) drops a result whose connection is given back: results come back empty.
@@ -28,7 +29,7 @@ import os
 import re
 import types
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,8 @@ import pyarrow as pa
 
 import schemas
 from pipeline.lake.engines import sql_string
-from pipeline.validation import local_checks
-from pipeline.validation.local_checks import CheckInputs
-from pipeline.validation.suites import SUITE_NAMES
+from pipeline.validation.checks import KNOWN_SESSIONS, RELATIONS, check_queries
+from pipeline.validation.suites import CROSS_TABLE_SUITES, SUITE_NAMES
 
 MEMORY_VARIABLE = "STOMP_LAKE_VALIDATION_MEMORY"
 DEFAULT_MEMORY = "1GB"
@@ -60,6 +60,17 @@ def memory_limit() -> str:
     if not _MEMORY.fullmatch(value):
         raise ValueError(f"${MEMORY_VARIABLE}: {value!r} is not a size such as 512MB or 2GB")
     return value
+
+
+@dataclass(slots=True)
+class CheckInputs:
+    """What the checks need besides the batch's tables: the sessions published before (files of
+    the lake's ``sessions`` snapshot), those still open, and the run's counters (with the time
+    of the batch's last packet, ``capture_last_ns``)."""
+
+    published_files: list[str] = field(default_factory=list)
+    open_sessions: list[str] = field(default_factory=list)
+    counts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +102,35 @@ def create_database(
         for table in schemas.TABLES:
             paths = [str(p) for p in files.get(table, ())]
             _table_view(db, table, schemas.load(table).arrow_schema(), paths)
-        local_checks.create(db, inputs)
+        _checks(db, inputs)
         columns = {name: tuple(db.table(name).columns) for name in SUITE_NAMES}
         unbound = {t: unresolved(db, t, some) for t, some in (filters or {}).items()}
     return Database(path, columns, unbound)
+
+
+def relation_names() -> dict[str, str]:
+    """The checks' relation fields (and the checks' own names) as this database's names."""
+    return {name: f'"{name}"' for name in (*RELATIONS, *CROSS_TABLE_SUITES)}
+
+
+def _checks(db: Any, inputs: CheckInputs) -> None:
+    """``known_sessions``, then a table per cross-table check: computed now (a row per session,
+    a row per table), where a view would be computed again by each of their suites' queries."""
+    known = pa.table({"session_id": pa.array(inputs.open_sessions, pa.string())})
+    db.register("open_sessions", known)
+    db.execute("CREATE TABLE open_session_ids AS SELECT session_id FROM open_sessions")
+    db.unregister("open_sessions")
+    published = "SELECT NULL::VARCHAR AS session_id WHERE FALSE"
+    if inputs.published_files:
+        names = ", ".join(sql_string(f) for f in inputs.published_files)
+        published = f"SELECT session_id FROM read_parquet([{names}], union_by_name = true)"
+    db.execute(
+        f"CREATE VIEW {KNOWN_SESSIONS} AS "
+        f"{published} UNION ALL SELECT session_id FROM open_session_ids"
+    )
+    relations = relation_names()
+    for name, query in check_queries(inputs.counts).items():
+        db.execute(f"CREATE TABLE {relations[name]} AS {query.format(**relations)}")
 
 
 def _table_view(db: Any, name: str, schema: pa.Schema, files: list[str]) -> None:

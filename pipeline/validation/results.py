@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pipeline.validation.samples import sample_rows
 from pipeline.validation.suites import ROW_QUERY, stored_type
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+# The rows of a suite's relation that break an expectation: (expectation type, its kwargs, at
+# most how many) -> rows (`pipeline.validation.engine.SuiteEngine.failing_rows`).
+Sampler = Callable[[str, dict[str, Any], int], list[Any]]
 
 
 @dataclass(slots=True)
@@ -29,15 +30,15 @@ class ExpectationOutcome:
 
 
 def outcomes_of(
-    suite: str, result: Any, samples: int, frame: DataFrame | None = None
+    suite: str, result: Any, samples: int, sampler: Sampler | None = None
 ) -> list[ExpectationOutcome]:
-    """Outcomes of one suite; with ``frame``, failed column expectations get whole sample rows."""
+    """Outcomes of one suite; with ``sampler``, failed expectations get whole sample rows."""
     outcomes = []
     for expectation in result.results:
         outcome = _outcome(suite, expectation, samples)
-        if not outcome.success and frame is not None and outcome.error is None:
+        if not outcome.success and sampler is not None and outcome.error is None:
             config = expectation.expectation_config
-            rows = sample_rows(frame, outcome.expectation, dict(config.kwargs), samples)
+            rows = sampler(outcome.expectation, dict(config.kwargs), samples)
             if rows:
                 outcome.samples = [_plain(r) for r in rows]
         outcomes.append(outcome)

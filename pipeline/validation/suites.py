@@ -1,7 +1,7 @@
 """Expectation suites, stored as JSON in ``schemas/suites/<name>.json`` beside the table schemas.
 
 One suite per table plus two cross-table suites (``session_consistency``, ``batch_consistency``)
-that run on small check frames computed by :mod:`pipeline.validation.checks`.
+that run on the relations of the cross-table checks (:mod:`pipeline.validation.checks`).
 """
 
 from __future__ import annotations
@@ -46,18 +46,12 @@ def suite_json(name: str) -> dict[str, Any]:
     return json.loads(text)
 
 
-def load_suite(
-    name: str, *, counted: bool = False, foldable: Callable[[str], bool] = lambda _: True
-) -> ExpectationSuite:
-    """The suite as a GX object (imports great_expectations, which takes seconds); ``counted``:
-    as the gate runs it (:func:`counting_row_queries`, ``foldable`` as there)."""
+def load_suite(name: str) -> ExpectationSuite:
+    """The suite as stored, as a GX object (imports great_expectations, which takes seconds).
+    The gate runs it counted: `pipeline.validation.expectations.load_counted_suite`."""
     from great_expectations.core import ExpectationSuite
 
-    if not counted:
-        return ExpectationSuite(**suite_json(name))
-    import pipeline.validation.expectations  # noqa: F401  registers the gate's types with GX
-
-    return ExpectationSuite(**counting_row_queries(suite_json(name), foldable))
+    return ExpectationSuite(**suite_json(name))
 
 
 def counting_row_queries(

@@ -202,7 +202,7 @@ def test_suites_in_flight_query_their_own_session(spark, tmp_path: Path, monkeyp
 
 
 def test_row_filters_spark_cannot_resolve_are_left_out_and_the_others_kept(spark) -> None:
-    from pipeline.validation.gate import _resolved_on
+    from pipeline.validation.on_spark import resolved_on as _resolved_on
 
     frame = spark.createDataFrame([(1, "a")], "a long, b string")
     good = ["a < 0", "b IS NULL AND a > 1", "length(b) > 3"]
@@ -218,7 +218,7 @@ def test_gx_context_keeps_its_configuration_without_writing_it_out(
 ) -> None:
     from great_expectations.data_context.types.base import BaseYamlConfig
 
-    from pipeline.validation.gate import _context
+    from pipeline.validation.gx_context import new_context as _context
 
     written: list[str] = []
     to_yaml = BaseYamlConfig.to_yaml_str
@@ -240,18 +240,18 @@ def test_gx_context_keeps_its_configuration_without_writing_it_out(
 
 
 def test_a_suite_costs_the_rows_it_reads() -> None:
-    from pipeline.validation.gate import _expected_cost
+    from pipeline.validation.scheduling import expected_cost
 
     counts = {"frames": 900, "acks": 10, "sessions": "n/a"}
-    assert _expected_cost("session_consistency", counts) == 900
-    assert _expected_cost("acks", counts) == 10
-    assert _expected_cost("sessions", counts) == _expected_cost("receipts", counts) == 0
+    assert expected_cost("session_consistency", counts) == 900
+    assert expected_cost("acks", counts) == 10
+    assert expected_cost("sessions", counts) == expected_cost("receipts", counts) == 0
 
 
 def test_suites_run_costliest_first_and_held_ones_once_released() -> None:
     from concurrent.futures import Future
 
-    from pipeline.validation.gate import _costliest_first
+    from pipeline.validation.scheduling import costliest_first as _costliest_first
 
     checks: Future[None] = Future()
     started: list[str] = []
@@ -279,7 +279,7 @@ def test_suites_run_no_more_at_once_than_threads() -> None:
     import time
     from concurrent.futures import Future
 
-    from pipeline.validation.gate import _costliest_first
+    from pipeline.validation.scheduling import costliest_first as _costliest_first
 
     checks: Future[None] = Future()
     checks.set_result(None)

@@ -14,7 +14,6 @@ import pytest
 
 import schemas
 from pipeline.validation import local_sql
-from pipeline.validation.local_checks import CheckInputs
 from tests.pipeline.validation.batch_rows import good_batch, to_files
 
 INSTANTS = [
@@ -32,7 +31,7 @@ def _database(
     folder = tmp_path / "db"
     folder.mkdir()
     files = to_files(tmp_path / "files", rows)
-    return local_sql.create_database(folder, files, CheckInputs(), filters)
+    return local_sql.create_database(folder, files, local_sql.CheckInputs(), filters)
 
 
 def test_each_table_reads_its_files_with_the_tables_columns(tmp_path: Path) -> None:
@@ -61,7 +60,7 @@ def test_the_spark_functions_the_suites_use_give_sparks_values(spark, tmp_path: 
     expected = [tuple(r) for r in spark.sql(query).collect()]
     folder = tmp_path / "db"
     folder.mkdir()
-    database = local_sql.create_database(folder, {}, CheckInputs())
+    database = local_sql.create_database(folder, {}, local_sql.CheckInputs())
     with duckdb.connect(str(database.path)) as db:
         db.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{path}')")
         assert db.execute(query).fetchall() == expected
