@@ -205,7 +205,7 @@ def reflected_once(engine: Any) -> None:
 
 def unresolved(db: Any, table: str, conditions: list[str]) -> frozenset[str]:
     """Of ``table``'s row filters, those DuckDB cannot bind (connection ``db``): they stay
-    queries of their own, as on Spark (`gate._resolved_on`)."""
+    queries of their own, as on Spark (`on_spark.resolved_on`)."""
     import duckdb
 
     def binds(some: list[str]) -> bool:
