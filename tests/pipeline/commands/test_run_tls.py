@@ -63,6 +63,10 @@ def secrets_of(*talks: Conversation) -> list[str]:
     return [line.split()[2] for line in lines]
 
 
+def keylog_secrets(text: str) -> list[str]:
+    return [line.split()[2] for line in text.splitlines() if line and not line.startswith("#")]
+
+
 def assert_no_secret_under(folder: Path, secrets: list[str]) -> None:
     needles = [s.encode() for s in secrets] + [s.upper().encode() for s in secrets]
     needles += [bytes.fromhex(s) for s in secrets]
@@ -196,9 +200,7 @@ def test_real_broker_captures_give_what_their_clients_sent_and_received(tmp_path
         assert receipts.get(session_id, set()) == set(connection["receipts"])
         # (the client counts the broker's EOLs after frames as beats too: c2s only)
         assert beats[(session_id, "c2s")] == connection["heart_beats_sent"]
-    secrets = [
-        line.split()[2] for k in keys.iterdir() for line in k.read_text().splitlines() if line
-    ]
+    secrets = [s for k in keys.iterdir() for s in keylog_secrets(k.read_text())]
     assert_no_secret_under(lake, secrets)
     assert not any(s in done.stdout + done.stderr for s in secrets)
 
@@ -213,9 +215,5 @@ def test_without_key_logs_real_tls_is_told_and_embedded_secrets_still_work(tmp_p
     by_reason = Counter(s["tls_not_decrypted_reason"] for s in table(lake, "sessions"))
     assert by_reason == Counter({None: 1, "no_keys": 1})
     (decoded,) = {f["session_id"] for f in table(lake, "frames")}
-    secrets = [
-        line.split()[2]
-        for line in (TLS_DATA / "rabbitmq-stomp-tls13.keys").read_text().splitlines()
-        if line
-    ]
+    secrets = keylog_secrets((TLS_DATA / "rabbitmq-stomp-tls13.keys").read_text())
     assert_no_secret_under(lake, secrets)
