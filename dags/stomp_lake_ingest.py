@@ -3,9 +3,10 @@
 1. `find_captures`: the capture files last modified inside the data interval (ingest mode
    `pending`: every capture file; the pipeline's ledger skips those already ingested).
 2. `ingest`: `stomp-lake run` on them (its Great Expectations gate validates the batch before
-   anything is committed), then `maintain.py check`: the ledger must hold every file, else the
-   task fails and its retry runs `stomp-lake run` again; its last line reports which batches
-   committed the files since they were listed, and the tables those batches reached (XCom).
+   anything is committed), then `stomp-lake maintain check`: the ledger must hold every file,
+   else the task fails and its retry runs `stomp-lake run` again; its last line reports which
+   batches committed the files since they were listed, and the tables those batches reached
+   (XCom).
 3. `publish`: an Asset event (`stomp_lake.<table>`, through the alias `stomp_lake.tables`) for
    each of those tables; skipped, with no event, when this run committed nothing.
 

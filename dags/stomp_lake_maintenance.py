@@ -11,8 +11,8 @@
    to `capture_archive_dir` (setting `capture_retention`: keep | delete | move; default keep),
    only once the ledger holds them.
 
-Every step runs the pipeline's Python on dags/stomp_lake_dags/maintain.py under the lake lock
-(waiting up to `wait_lock_seconds` for an ingestion run), and is idempotent.
+Every step runs `stomp-lake maintain` under the lake lock (waiting up to `wait_lock_seconds` for an
+ingestion run), refuses a damaged lake as `stomp-lake run` does, and is idempotent.
 Schedule: `STOMP_LAKE_MAINTENANCE_SCHEDULE` (default @daily). Settings: see dags/README.md.
 """
 

@@ -123,6 +123,10 @@ PLUGIN_COMMANDS: dict[str, tuple[str, str]] = {
         "pipeline.commands.doctor",
         "check the lake's own state (logs, ledger, batch state) and say how to repair it",
     ),
+    "maintain": (
+        "pipeline.commands.maintain",
+        "checks and upkeep of the lake for a scheduler (check, compact, vacuum, ...)",
+    ),
 }
 
 
@@ -150,6 +154,7 @@ COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "report": (0, 1, 2),
     "warm": (0,),
     "doctor": (0, 1, 2, 5),
+    "maintain": (0, 1, 2, 3, 4, 5),  # 4 and 5 also from expire-state's run
 }
 
 RUN_DESCRIPTION = """\

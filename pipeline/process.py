@@ -6,8 +6,8 @@ buffer that wraps a Python object (delta-rs reads through a Python filesystem) i
 I/O thread, which must take the GIL to free it. If the interpreter is finalizing by then, that
 thread is ended by `pthread_exit` while inside a C++ destructor, and the process aborts with
 "terminate called without an active exception" (exit -6) after all its work was done
-(apache/arrow#34314, apache/arrow#39862, delta-io/delta-rs#2184). `maintain.py retain-captures`
-met it about once in fifteen runs.
+(apache/arrow#34314, apache/arrow#39862, delta-io/delta-rs#2184). `stomp-lake maintain
+retain-captures` met it about once in fifteen runs.
 
 `drain_native_thread_pools` waits, with the GIL released, until Arrow's CPU and I/O pools have no
 task queued or running. It is registered with `atexit` when `pipeline` is imported, so any process

@@ -2,6 +2,6 @@
 
 Nothing here imports Airflow at import time (`airflow_settings` and `assets.publish_tables` do
 inside the functions tasks call) nor the pipeline, so DAG parsing stays cheap and the helpers are
-testable in either virtual environment. `maintain.py` is the exception by design: a script run
-with the pipeline's Python, never imported by a DAG.
+testable in either virtual environment. Tasks reach the pipeline only through its command line,
+`stomp-lake` (`commands`).
 """

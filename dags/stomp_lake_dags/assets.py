@@ -3,7 +3,7 @@
 The table names are not listed here: the pipeline defines them once (`schemas/`). The DAGs
 declare one AssetAlias as outlet at parse time, and the task that publishes adds an event for
 each table the run's batches committed, as named by the pipeline's own report (the last line
-`maintain.py check` or `expire-state` prints, which the task's XCom holds). Downstream DAGs
+`stomp-lake maintain check` or `expire-state` prints, which the task's XCom holds). Downstream DAGs
 schedule on `Asset(name="stomp_lake.<table>", uri="stomp-lake://tables/<table>")`.
 """
 

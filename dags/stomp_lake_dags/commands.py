@@ -1,11 +1,11 @@
-"""The shell commands the DAGs' Bash tasks run: the pipeline's CLI and maintain.py."""
+"""The shell commands the DAGs' Bash tasks run: the pipeline's CLI, `stomp-lake`."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
 
-from stomp_lake_dags.settings import MAINTAIN_SCRIPT, Settings
+from stomp_lake_dags.settings import Settings
 
 KILL_AT_ENV = "STOMP_LAKE_KILL_AT"  # pipeline/lake/failpoints.py (not imported: no pipeline here)
 
@@ -21,8 +21,9 @@ def shell(*commands: Sequence[str]) -> str:
 
 
 def maintain(settings: Settings, *arguments: str) -> list[str]:
+    """`stomp-lake maintain`: its exit code 3 (lake busy) and 1 (check failed) fail the task."""
     return [
-        str(settings.pipeline_python), str(MAINTAIN_SCRIPT),
+        str(settings.stomp_lake_bin), "maintain",
         "--lake", str(settings.lake), "--wait-lock", f"{settings.wait_lock_seconds:g}",
         *arguments,
     ]  # fmt: skip
@@ -58,7 +59,6 @@ def expire_state(settings: Settings, batch_id: str) -> str:
     arguments = [
         "expire-state",
         "--older-than-days", f"{settings.state_expiry_days:g}",
-        "--stomp-lake", str(settings.stomp_lake_bin),
         "--batch-id", batch_id,
         "--master", settings.spark_master,
         "--", *settings.run_extra_args,

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MAINTAIN_SCRIPT = Path(__file__).resolve().with_name("maintain.py")
 
 Lookup = Callable[[str], str | None]
 
@@ -36,7 +35,6 @@ class Settings:
     lake: Path
     spark_master: str
     stomp_lake_bin: Path
-    pipeline_python: Path
     ingest_mode: str
     run_extra_args: tuple[str, ...]
     wait_lock_seconds: float
@@ -147,7 +145,6 @@ def load_settings(lookup: Lookup, spark_master: str | None = None) -> Settings:
         lake=reader.path("lake"),
         spark_master=spark_master or reader.text("spark_master", "local[*]"),
         stomp_lake_bin=reader.path("bin", REPO_ROOT / ".venv" / "bin" / "stomp-lake"),
-        pipeline_python=reader.path("python", REPO_ROOT / ".venv" / "bin" / "python"),
         ingest_mode=reader.choice("ingest_mode", INGEST_MODES, "interval"),
         run_extra_args=reader.arguments("run_extra_args"),
         wait_lock_seconds=reader.number("wait_lock_seconds", 600.0),

@@ -13,6 +13,7 @@ import json
 
 from pipeline.commands.options import add_lake, add_spark, spark_settings
 from pipeline.lake import Lake, lake_lock
+from pipeline.lake.integrity import ensure_intact
 from pipeline.lake.statefile import read_json
 from pipeline.spark.session import SparkSettings
 from pipeline.validation.quarantine import (
@@ -74,6 +75,7 @@ def _release(lake: Lake, batch_id: str, spark: SparkSettings, wait: float) -> in
     if not is_quarantined(lake, batch_id):
         raise NotQuarantined(f"no quarantined batch {batch_id!r} awaiting review")
     with lake_lock(lake, wait=wait):
+        ensure_intact(lake)  # as a run: commit nothing onto a damaged lake
         versions = release_batch(lake, batch_id, spark.start)
     print(f"released batch {batch_id}: " + ", ".join(f"{t} v{v}" for t, v in versions.items()))
     return 0

@@ -93,9 +93,15 @@ def marker_path(lake: Lake) -> Path:
 def current_state_batch(lake: Lake) -> str | None:
     """The batch the next batch starts from, None when the lake never carried state;
     DamagedLake when the state cannot be trusted."""
-    _root(lake)
-    state = _verified(lake)
+    state = current_state(lake)
     return None if state is None else state.batch_id
+
+
+def current_state(lake: Lake) -> CarriedState | None:
+    """The state the next batch starts from, verified; None when the lake never carried state;
+    DamagedLake when the state cannot be trusted."""
+    _root(lake)
+    return _verified(lake)
 
 
 def read_carried(spark: SparkSession, lake: Lake) -> DataFrame | None:

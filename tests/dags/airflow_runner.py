@@ -102,7 +102,7 @@ def _probe(
     raise AssertionError(f"no result line:\n{done.stdout[-6000:]}\n{done.stderr[-4000:]}")
 
 
-# Pipeline progress and summary, maintain.py's lines, commands run, DAG messages, errors.
+# Pipeline progress and summary, stomp-lake maintain's lines, commands run, DAG messages, errors.
 LOG_NEEDLES = (
     "[stomp-lake]", "validation:", "no new capture files", "check:", "expire-state:", "compact ",
     "vacuum ", "retain-captures:", "] + /", "Spark master", "Asset events", "nothing to ingest",

@@ -364,8 +364,7 @@ def batches_by_interval(lake: Path) -> dict[datetime, dict[str, set[str]]]:
 
 
 def committed_tables(lake: Path, batch_ids: list[str]) -> list[str]:
-    from stomp_lake_dags.maintain import committed_tables as tables_of  # dags/ is on sys.path
-
     from pipeline.lake import Lake
+    from pipeline.maintenance import committed_tables as tables_of
 
     return tables_of(Lake(lake), batch_ids)

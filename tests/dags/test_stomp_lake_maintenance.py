@@ -14,11 +14,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
-from stomp_lake_dags import maintain
 from stomp_lake_dags.assets import CommitReport
 
 from pipeline.lake import Lake, Ledger
 from pipeline.lake.fingerprint import fingerprint
+from pipeline.lake.maintenance import carried_connections
 from tests.dags.airflow_runner import probe, run_dags
 from tests.dags.conftest import IngestedInterval
 
@@ -65,7 +65,7 @@ def maintained(
     lake_root, captures, archive = root / "lake", root / "captures", root / "archive"
     shutil.copytree(ingested_interval.lake, lake_root)  # the ingestion tests keep theirs
     lake = Lake(lake_root)
-    carried = maintain.carried_connections(lake)
+    carried = carried_connections(lake)
     ten_days_ago = time.time() - 10 * DAY  # no batch has moved the carried state since
     os.utime(lake.state_dir / "connections" / "current.json", (ten_days_ago, ten_days_ago))
 
@@ -132,7 +132,7 @@ def test_long_carried_connections_are_closed_and_published(maintained: Maintaine
     reasons = end_reasons(maintained.lake)
     assert len(reasons) == maintained.sessions_before + maintained.carried_before
     assert reasons.count("capture_end") == maintained.carried_before
-    assert maintain.carried_connections(Lake(maintained.lake)) == 0
+    assert carried_connections(Lake(maintained.lake)) == 0
     assert "stage 3/4: validating" in result["log_tail"]
 
     report = committed(result["xcoms"]["expire_connection_state"])

@@ -18,7 +18,6 @@ from tests.conftest import REPO, SAMPLES
 
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent
-MAINTAIN = REPO / "dags" / "stomp_lake_dags" / "maintain.py"
 RUNS = 30
 LEDGER_FILES = 40  # one ledger commit each: a scan over many files races teardown most often
 OLD = 1_600_000_000  # 2020: past any retention
@@ -97,7 +96,7 @@ def test_library_use_exits_0_every_time(tiny_lake: tuple[Path, Path]) -> None:
 def test_maintain_retain_captures_exits_0_every_time(tiny_lake: tuple[Path, Path]) -> None:
     lake, captures = tiny_lake
     command = [
-        PYTHON, str(MAINTAIN), "--lake", str(lake), "retain-captures",
+        str(BIN / "stomp-lake"), "maintain", "--lake", str(lake), "retain-captures",
         "--capture-dir", str(captures), "--older-than-days", "30", "--action", "keep",
     ]  # fmt: skip
     done = _run_many(command)

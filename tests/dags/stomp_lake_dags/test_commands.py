@@ -5,13 +5,12 @@ import subprocess
 from pathlib import Path
 
 from stomp_lake_dags import commands
-from stomp_lake_dags.settings import MAINTAIN_SCRIPT, env_lookup, load_settings
+from stomp_lake_dags.settings import env_lookup, load_settings
 
 ENV = {
     "STOMP_LAKE_CAPTURE_DIR": "/data/captures",
     "STOMP_LAKE_LAKE": "/data/lake",
     "STOMP_LAKE_BIN": "/opt/pipeline/bin/stomp-lake",
-    "STOMP_LAKE_PYTHON": "/opt/pipeline/bin/python",
     "STOMP_LAKE_RUN_EXTRA_ARGS": "--body preview:64 --hash-logins '/etc/stomp lake/key'",
     "STOMP_LAKE_WAIT_LOCK_SECONDS": "90",
 }
@@ -33,7 +32,7 @@ def test_ingest_runs_the_pipeline_then_the_ledger_check() -> None:
         "--body", "preview:64", "--hash-logins", "/etc/stomp lake/key",
     ]  # fmt: skip
     assert check == [
-        "/opt/pipeline/bin/python", str(MAINTAIN_SCRIPT), "--lake", "/data/lake",
+        "/opt/pipeline/bin/stomp-lake", "maintain", "--lake", "/data/lake",
         "--wait-lock", "90", "check", "--committed-since", "2026-11-20T10:00:01+00:00", *files,
     ]  # fmt: skip
 
@@ -73,4 +72,4 @@ def test_a_failpoint_runs_only_the_pipeline_under_stomp_lake_kill_at() -> None:
     script = commands.ingest(SETTINGS, files, "ivl-1", "2026-11-20T10:00:01+00:00", "lake.placed")
     run, check = steps(script)
     assert run[:3] == ["env", "STOMP_LAKE_KILL_AT=lake.placed", "/opt/pipeline/bin/stomp-lake"]
-    assert check[0] == "/opt/pipeline/bin/python"
+    assert check[:2] == ["/opt/pipeline/bin/stomp-lake", "maintain"]

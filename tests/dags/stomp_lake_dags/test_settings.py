@@ -24,7 +24,6 @@ def test_defaults_point_at_the_repo_venv() -> None:
     assert settings.capture_dir == Path("/data/captures")
     assert settings.lake == Path("/data/lake")
     assert settings.stomp_lake_bin == REPO_ROOT / ".venv" / "bin" / "stomp-lake"
-    assert settings.pipeline_python == REPO_ROOT / ".venv" / "bin" / "python"
     assert settings.spark_master == "local[*]"
     assert settings.ingest_mode == "interval"
     assert settings.capture_retention_action == "keep"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from pipeline.validation.gate import ValidationFailed
 from pipeline.validation.quarantine import BatchQuarantined, list_quarantined
 from pipeline.validation.suites import SUITES_DIR_VARIABLE
 from tests.conftest import SAMPLES
+from tests.support.damaged_lake import garble_batch_counter
 from tests.support.pcapgen import DEFAULT_START_NS, Chunk, Conversation, generate, write_pcap
 
 pytestmark = pytest.mark.spark
@@ -75,6 +77,17 @@ def test_asking_again_for_a_quarantined_batch_is_an_error(quarantined) -> None:
         run(RunConfig(inputs=[SAMPLE], lake=lake.root, batch_id=batch_id), progress=print)
     assert main(["run", "--input", str(SAMPLE), "--lake", str(lake.root),
                  "--batch-id", batch_id]) == 4  # fmt: skip
+
+
+def test_release_refuses_a_damaged_lake(quarantined, tmp_path: Path, capsys) -> None:
+    lake, batch_id = quarantined
+    copy = Lake(tmp_path / "lake")
+    shutil.copytree(lake.root, copy.root)
+    garble_batch_counter(copy)
+    assert main(["quarantine", "--lake", str(copy.root), "--release", batch_id]) == 5
+    assert "batch-counter.json" in capsys.readouterr().err
+    assert not list_quarantined(copy)[0].released
+    assert [t.name for t in list_tables(copy)] == []
 
 
 def test_list_show_release_then_release_again(spark, quarantined, capsys) -> None:

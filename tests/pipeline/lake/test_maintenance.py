@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -12,6 +14,7 @@ from pipeline.lake.orphans import data_files
 from pipeline.lake.reader import TableNotFound, read_table
 from pipeline.lake.writer import write_table_batch
 from tests.pipeline.lake.conftest import event_rows, events_frame, sort_rows
+from tests.support.carried_state import carry
 
 pytestmark = pytest.mark.spark
 
@@ -92,3 +95,65 @@ def test_compacted_files_keep_no_bounds_of_free_text(lake: Lake) -> None:
     assert columns["kind"].statistics.has_min_max
     detail = columns["detail"]
     assert not detail.is_stats_set or not detail.statistics.has_min_max
+
+
+def test_the_whole_lake_compacts_and_vacuums(lake: Lake, tmp_path) -> None:
+    from pipeline.lake.maintenance import compact_lake, vacuum_lake
+
+    ledger = Ledger(lake)
+    for n in range(3):
+        capture = tmp_path / f"{n}.pcap"
+        capture.write_bytes(bytes([n]))
+        ledger.record(ledger.new_files([capture]), f"batch-{n}")
+        write_deltalake(str(lake.table_path("frames")), pa.table({"n": [n]}), mode="append")
+    compacted = compact_lake(lake, target_file_mb=16)
+    assert [(c.table, c.files_removed, c.files_added) for c in compacted] == [
+        ("frames", 3, 1),
+        (LEDGER, 3, 1),
+    ]
+    vacuumed = vacuum_lake(lake, retention_hours=0, now=time.time())
+    assert vacuumed.files_removed == {"frames": 3, LEDGER: 3}
+    assert vacuumed.state_folders_removed == []
+    assert ledger.entries().num_rows == 3
+
+
+def test_connections_are_counted_and_aged_only_when_carried(lake: Lake) -> None:
+    from pipeline.lake.maintenance import carried_connections, carried_state_age_days
+
+    assert carried_state_age_days(lake, time.time()) is None
+    carry(lake, "b1", connections=0, days_old=10)
+    assert carried_connections(lake) == 0
+    assert carried_state_age_days(lake, time.time()) is None  # a state, but no connection
+    carry(lake, "b2", connections=2, days_old=10)
+    assert carried_connections(lake) == 2
+    assert carried_state_age_days(lake, time.time()) == pytest.approx(10, abs=0.01)
+
+
+def test_only_superseded_state_past_the_retention_is_pruned(lake: Lake) -> None:
+    from pipeline.lake.batches import begin_batch
+    from pipeline.lake.maintenance import prune_carried_state
+
+    superseded = carry(lake, "b1", connections=1, days_old=3)
+    young = carry(lake, "b2", connections=1, days_old=0)
+    pending = carry(lake, "b3", connections=1, days_old=3)
+    current = carry(lake, "b4", connections=1, days_old=3)
+    begin_batch(lake, [], batch_id="b3")
+
+    assert prune_carried_state(lake, retention_hours=24, now=time.time()) == ["b1"]
+
+    assert not superseded.exists()
+    assert young.exists() and pending.exists() and current.exists()
+    assert prune_carried_state(lake, retention_hours=24, now=time.time()) == []
+
+
+def test_damaged_state_is_never_pruned_as_none(lake: Lake) -> None:
+    from pipeline.lake.damage import DamagedLake
+    from pipeline.lake.maintenance import prune_carried_state
+
+    old = carry(lake, "b1", connections=1, days_old=3)
+    carry(lake, "b2", connections=1, days_old=3)
+    (lake.state_dir / "connections" / "current.json").unlink()
+
+    with pytest.raises(DamagedLake):
+        prune_carried_state(lake, retention_hours=24, now=time.time())
+    assert old.exists()
