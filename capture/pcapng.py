@@ -8,23 +8,23 @@ from __future__ import annotations
 
 import struct
 
-SHB_TYPE = 0x0A0D0D0A
-IDB_TYPE = 0x00000001
-EPB_TYPE = 0x00000006
-# custom block that tools may copy into derived files (pcapng spec, "Custom Block")
-CUSTOM_COPY_TYPE = 0x00000BAD
-# IANA's Private Enterprise Number for documentation use (RFC 5612): the data that follows
-# starts with a text tag naming stomp-capture, which is what readers match on
-STOMP_CAPTURE_PEN = 32473
-CAPTURE_LOSS_TAG = b"stomp-capture capture_loss "
-BYTE_ORDER_MAGIC = 0x1A2B3C4D
+from pipeline.ingest.pcapng_blocks import (
+    BYTE_ORDER_MAGIC,
+    CAPTURE_LOSS_TAG,
+    CUSTOM_COPY,
+    EPB,
+    IDB,
+    OPT_COMMENT,
+    OPT_TSRESOL,
+    SHB,
+    STOMP_CAPTURE_PEN,
+)
+
 LINKTYPE_ETHERNET = 1
 
 OPT_END = 0
-OPT_COMMENT = 1
 SHB_USERAPPL = 4
 IF_NAME = 2
-IF_TSRESOL = 9
 
 _PAD = (b"", b"\x00\x00\x00", b"\x00\x00", b"\x00")
 _EPB_HEAD = struct.Struct("<IIIIIII")
@@ -61,18 +61,18 @@ def section_header_block(user_application: str = "", comment: str = "") -> bytes
         options.append((SHB_USERAPPL, user_application.encode()))
     # section length -1: unknown, the file is written as a stream
     body = struct.pack("<IHHq", BYTE_ORDER_MAGIC, 1, 0, -1) + encode_options(options)
-    return _block(SHB_TYPE, body)
+    return _block(SHB, body)
 
 
 def interface_description_block(
     linktype: int = LINKTYPE_ETHERNET, snaplen: int = 0, name: str = ""
 ) -> bytes:
     """Interface with nanosecond timestamps (if_tsresol = 9: 10^-9 s)."""
-    options: list[tuple[int, bytes]] = [(IF_TSRESOL, b"\x09")]
+    options: list[tuple[int, bytes]] = [(OPT_TSRESOL, b"\x09")]
     if name:
         options.append((IF_NAME, name.encode()))
     body = struct.pack("<HHI", linktype, 0, snaplen) + encode_options(options)
-    return _block(IDB_TYPE, body)
+    return _block(IDB, body)
 
 
 def enhanced_packet_block_parts(
@@ -89,7 +89,7 @@ def enhanced_packet_block_parts(
     options = encode_options([(OPT_COMMENT, comment.encode())]) if comment else b""
     total = 32 + captured + (-captured % 4) + len(options)
     head = _EPB_HEAD.pack(
-        EPB_TYPE, total, interface_id, ts_ns >> 32, ts_ns & 0xFFFFFFFF, captured, captured
+        EPB, total, interface_id, ts_ns >> 32, ts_ns & 0xFFFFFFFF, captured, captured
     )
     tail = _padding(captured) + options + _U32.pack(total)
     return (head, *packet, tail)
@@ -108,7 +108,7 @@ def enhanced_packet_block(
 
 def custom_block(pen: int, data: bytes) -> bytes:
     """A copyable custom block: PEN, then ``data`` padded to 32 bits (no options)."""
-    return _block(CUSTOM_COPY_TYPE, _U32.pack(pen) + data + _padding(len(data)))
+    return _block(CUSTOM_COPY, _U32.pack(pen) + data + _padding(len(data)))
 
 
 def capture_loss_block(detail: str) -> bytes:

@@ -14,20 +14,17 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from capture.writer import PARTIAL_SUFFIX
+from pipeline.ingest.pcapng_blocks import IDB, SHB, PcapngBlocks
+from pipeline.ingest.types import Buffer
 
 log = logging.getLogger(__name__)
 
-SHB_TYPE = 0x0A0D0D0A
-IDB_TYPE = 0x00000001
 UNRECOVERABLE_SUFFIX = ".unrecoverable"
 PROBE_PREFIX = ".stomp-capture-probe-"
-_BYTE_ORDER = {b"\x4d\x3c\x2b\x1a": "<", b"\x1a\x2b\x3c\x4d": ">"}
-_MAX_BLOCK = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,32 +37,21 @@ class ValidPrefix:
     has_interface: bool
 
 
-def valid_prefix(data: bytes | mmap.mmap | memoryview) -> ValidPrefix:
+def valid_prefix(data: Buffer) -> ValidPrefix:
     """The longest prefix of ``data`` made of whole pcapng blocks, starting with a section
-    header; each block's two length fields must agree."""
-    size = len(data)
-    off = blocks = 0
-    order = "<"
+    header, as the reader walks them (`PcapngBlocks`): each block's two length fields agree."""
+    blocks = PcapngBlocks(data, len(data))
+    off = count = 0
     has_interface = False
-    while size - off >= 12:
-        block_type = struct.unpack_from(order + "I", data, off)[0]
-        if block_type == SHB_TYPE:
-            found = _BYTE_ORDER.get(bytes(data[off + 8 : off + 12]))
-            if found is None:
-                break
-            order = found
-        elif blocks == 0:
+    while (length := blocks.block_len(off)) is not None:
+        block_type = blocks.head(data, off)[0]
+        if count == 0 and block_type != SHB:
             break  # a pcapng file starts with a section header
-        length = struct.unpack_from(order + "I", data, off + 4)[0]
-        if length < 12 or length % 4 or length > _MAX_BLOCK or off + length > size:
-            break
-        if struct.unpack_from(order + "I", data, off + length - 4)[0] != length:
-            break
-        if struct.unpack_from(order + "I", data, off)[0] == IDB_TYPE:
-            has_interface = True
+        blocks.next_block(off)  # keeps the section's byte order, as the reader does
         off += length
-        blocks += 1
-    return ValidPrefix(off, blocks, has_interface)
+        count += 1
+        has_interface = has_interface or block_type == IDB
+    return ValidPrefix(off, count, has_interface)
 
 
 @dataclass(frozen=True, slots=True)

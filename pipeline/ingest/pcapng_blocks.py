@@ -1,4 +1,5 @@
-"""pcapng blocks: section and interface context, block walking, recovery after corruption."""
+"""pcapng blocks: the block types (the one place they are defined: the capture proxy writes with
+them too), section and interface context, block walking, recovery after corruption."""
 
 from __future__ import annotations
 
@@ -10,15 +11,20 @@ from pipeline.ingest.fastpath import decoder_for
 from pipeline.ingest.records import CaptureAnomaly
 from pipeline.ingest.types import Buffer
 
-SHB = 0x0A0D0D0A
-IDB = 1
+SHB = 0x0A0D0D0A  # section header block
+IDB = 1  # interface description block
 OPB = 2  # obsolete packet block
-SPB = 3
+SPB = 3  # simple packet block
 ISB = 5  # interface statistics block
-EPB = 6
+EPB = 6  # enhanced packet block
 DSB = 0x0000000A  # decryption secrets block
-CUSTOM_BLOCK_TYPES = (0x00000BAD, 0x40000BAD)
-# stomp-capture's record of bytes it forwarded but could not capture (capture/pcapng.py)
+CUSTOM_COPY = 0x00000BAD  # custom block that tools may copy into derived files
+CUSTOM_NO_COPY = 0x40000BAD  # custom block that tools must not copy
+CUSTOM_BLOCK_TYPES = (CUSTOM_COPY, CUSTOM_NO_COPY)
+BYTE_ORDER_MAGIC = 0x1A2B3C4D  # in the SHB, read in the section's byte order
+# stomp-capture's record of bytes it forwarded but could not capture (capture/pcapng.py): a
+# custom block with IANA's Private Enterprise Number for documentation use (RFC 5612), its
+# data starting with this tag, which is what readers match on
 STOMP_CAPTURE_PEN = 32473
 CAPTURE_LOSS_TAG = b"stomp-capture capture_loss "
 RESYNC_NEEDLE_TYPES = (EPB, SPB, IDB, SHB, OPB, ISB)

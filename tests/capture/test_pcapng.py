@@ -10,6 +10,7 @@ import pytest
 
 from capture import pcapng
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
+from pipeline.ingest.pcapng_blocks import EPB, IDB, SHB
 
 
 def _blocks(data: bytes) -> list[tuple[int, bytes]]:
@@ -44,13 +45,13 @@ def test_option_values_are_padded_and_terminated() -> None:
 
 def test_file_header_is_a_section_and_a_nanosecond_ethernet_interface() -> None:
     blocks = _blocks(pcapng.file_header(comment="hello"))
-    assert [kind for kind, _ in blocks] == [pcapng.SHB_TYPE, pcapng.IDB_TYPE]
+    assert [kind for kind, _ in blocks] == [SHB, IDB]
     shb = blocks[0][1]
     assert struct.unpack_from("<IHHq", shb) == (0x1A2B3C4D, 1, 0, -1)
     assert b"hello" in shb and b"stomp-capture" in shb
     idb = blocks[1][1]
     assert struct.unpack_from("<HHI", idb) == (pcapng.LINKTYPE_ETHERNET, 0, 0)
-    assert struct.pack("<HH", pcapng.IF_TSRESOL, 1) + b"\x09\0\0\0" in idb
+    assert struct.pack("<HH", pcapng.OPT_TSRESOL, 1) + b"\x09\0\0\0" in idb
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 1461])
@@ -60,7 +61,7 @@ def test_enhanced_packet_block_splits_nanoseconds_and_pads(size: int) -> None:
     packet = packet[:size]
     block = pcapng.enhanced_packet_block(ts, packet, comment="c" if size % 2 else "")
     [(kind, body)] = _blocks(block)
-    assert kind == pcapng.EPB_TYPE
+    assert kind == EPB
     iface, high, low, captured, original = struct.unpack_from("<IIIII", body)
     assert (iface, (high << 32) | low, captured, original) == (0, ts, size, size)
     assert body[20 : 20 + size] == packet

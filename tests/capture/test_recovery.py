@@ -12,13 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from capture.recovery import UNRECOVERABLE_SUFFIX, recover_partial_files, valid_prefix
+from capture.recovery import (
+    UNRECOVERABLE_SUFFIX,
+    ValidPrefix,
+    recover_partial_files,
+    valid_prefix,
+)
 from capture.writer import PARTIAL_SUFFIX, CaptureWriter
 from pipeline.ingest import CaptureAnomaly, CaptureReader, TcpPacket
 from tests.capture.harness import reassemble_captures
 from tests.capture.test_cli import capture_proxy
 from tests.capture.test_writer import _read, _records
 from tests.support.brokers import Broker
+from tests.support.pcapgen import pcapng_bytes, udp_packet
 
 NAME = "stomp-20260101T000000.000000000Z-000001.pcapng"
 
@@ -81,6 +87,16 @@ def test_valid_prefix_walks_whole_blocks_only(tmp_path: Path) -> None:
     assert valid_prefix(data).has_interface
     assert valid_prefix(data[:-4]).blocks == valid_prefix(data).blocks - 1
     assert valid_prefix(b"\x06\x00\x00\x00" + data[4:]).length == 0  # no section header
+
+
+@pytest.mark.parametrize("byte_order", ["<", ">"])
+def test_valid_prefix_follows_each_sections_byte_order(byte_order: str) -> None:
+    packets = [udp_packet(1_000 + i, "10.0.0.1", "10.0.0.2") for i in range(3)]
+    section = pcapng_bytes(packets, byte_order=byte_order, comments=True)
+    other = pcapng_bytes(packets, byte_order=">" if byte_order == "<" else "<")
+    data = section + other
+    assert valid_prefix(data) == ValidPrefix(len(data), 2 * (2 + 3), True)
+    assert valid_prefix(data + data[:30]).length == len(data)
 
 
 # --- SIGKILL mid-stream ------------------------------------------------------------------------
