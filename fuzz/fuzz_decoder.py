@@ -7,7 +7,8 @@ Checked for every input: nothing raises; the bytes buffered inside the decoder n
 what its limits allow (so memory stays bounded however long the stream); events are known
 kinds at offsets inside the stream, frames and heart-beats in order and not overlapping; a
 non-empty stream yields at least one event; feeding it whole, in chunks, or with the compiled
-hot paths or without them gives the same events.
+hot paths or without them, or with the pure-Python twin of the compiled decoder
+(`fuzz.twins`), gives the same events.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 
 from hypothesis import strategies as st
 
-from fuzz import harness
+from fuzz import harness, twins
 from fuzz.seeds import EDGE_STREAMS, PASSCODE, stomp_streams
 from pipeline.stomp import NEED_DATA, Decoder, Event, Frame, HeartBeat, Limits, Violation, speedups
 from pipeline.stomp.commands import LONGEST_COMMAND
@@ -28,6 +29,8 @@ VERSIONS = ("1.0", "1.1", "1.2")
 SMALL_LIMITS = Limits(max_command=12, max_header_line=40, max_headers=4, max_body=64)
 LONG_STREAM = 64 * 1024  # a repeated input is repeated until it is about this long
 MAX_LEN = 1 << 14
+(PURE,) = twins.pure("pipeline.stomp")  # the decoder's pure-Python twin
+LIMIT_FIELDS = ("max_command", "max_header_line", "max_headers", "max_body")
 _RESYNC_SLACK = 1024 + LONGEST_COMMAND + 2 + 16 + 2  # EOL run + command window (resync.py)
 
 
@@ -51,8 +54,14 @@ class Options:
         self.repeat = bool(flags & 64)
         self.chunk_seed = data[1] if len(data) > 1 else 0
 
-    def decoder(self) -> Decoder:
-        return Decoder(self.version, limits=self.limits, lenient=self.lenient, resync=self.resync)
+    def decoder(self, decoder_type: type = Decoder) -> Decoder:
+        limits = self.limits
+        if decoder_type is not Decoder:  # the twin's Limits
+            limits = PURE.Limits(**{name: getattr(limits, name) for name in LIMIT_FIELDS})
+        decoder: Decoder = decoder_type(
+            self.version, limits=limits, lenient=self.lenient, resync=self.resync
+        )
+        return decoder
 
 
 def pieces(stream: bytes, options: Options) -> Iterator[tuple[bytes, int]]:
@@ -97,17 +106,18 @@ def decode_checked(stream: bytes, options: Options) -> tuple[list[Event], int]:
     return events, length
 
 
-def decode_whole(stream: bytes, options: Options) -> list[Event]:
-    decoder = options.decoder()
+def decode_whole(stream: bytes, options: Options, decoder_type: type | None = None) -> list[Event]:
+    decoder = options.decoder(decoder_type or Decoder)
+    need_data = NEED_DATA if decoder_type in (None, Decoder) else PURE.NEED_DATA
     decoder.feed(stream)
-    events = _pull(decoder)
+    events = _pull(decoder, need_data)
     decoder.feed_eof()
-    return events + _pull(decoder)
+    return events + _pull(decoder, need_data)
 
 
-def _pull(decoder: Decoder) -> list[Event]:
+def _pull(decoder: Decoder, need_data: object = NEED_DATA) -> list[Event]:
     events: list[Event] = []
-    while (event := decoder.next_event()) is not NEED_DATA:
+    while (event := decoder.next_event()) is not need_data:
         events.append(event)  # type: ignore[arg-type]
     return events
 
@@ -156,10 +166,36 @@ def check(data: bytes) -> None:
     if compiled is not None:
         speedups.compiled = None
         try:
-            python = decode_whole(stream, options)
+            without_c = decode_whole(stream, options)
         finally:
             speedups.compiled = compiled
-        assert python == whole, "compiled and pure-Python decoders disagree"
+        assert without_c == whole, "the decoder with and without its C hot paths disagree"
+    with twins.running_pure():
+        python = decode_whole(stream, options, PURE.Decoder)
+    assert list(map(plain, python)) == list(map(plain, whole)), (
+        "the compiled and the pure-Python decoder disagree"
+    )
+
+
+def plain(event: object) -> tuple[object, ...]:
+    """An event as plain values: the twins' event classes are not each other's."""
+    if type(event).__name__ == "Frame":
+        frame: Frame = event  # type: ignore[assignment]
+        return (
+            "frame",
+            frame.command,
+            frame.header_list,
+            frame.body,
+            frame.start,
+            frame.end,
+            frame.content_length,
+            [plain(violation) for violation in frame.violations],
+        )
+    if type(event).__name__ == "HeartBeat":
+        beat: HeartBeat = event  # type: ignore[assignment]
+        return ("heart-beat", beat.offset, beat.length)
+    violation: Violation = event  # type: ignore[assignment]
+    return ("violation", violation.kind, violation.offset, violation.detail)
 
 
 def seeds() -> list[bytes]:

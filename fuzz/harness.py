@@ -16,8 +16,11 @@ A failing input is kept in a temporary folder whose name is printed.
 from __future__ import annotations
 
 import argparse
+import gc
+import inspect
 import json
 import os
+import re
 import resource
 import sys
 import tempfile
@@ -27,6 +30,8 @@ from pathlib import Path
 from types import ModuleType
 
 from hypothesis import strategies as st
+
+from fuzz import twins
 
 DEFAULT_RSS_LIMIT_MB = 1024
 REGRESSIONS = Path(__file__).with_name("regressions")
@@ -159,36 +164,88 @@ def run_hypothesis(
         raise
 
 
+LIBFUZZER_FLAG = re.compile(r"^-[a-z_]+=")
+
+
 def run_atheris(
     check: Callable[[bytes], None],
-    seeds: Sequence[bytes],
-    budget: Budget,
-    max_len: int,
-    corpus: Path | None,
+    libfuzzer_args: Sequence[str],
+    budget: Budget | None = None,
 ) -> None:
+    """libFuzzer over ``check`` with these arguments (flags, then corpus folders: new inputs go
+    to the first). Coverage: our packages' Python functions (atheris' bytecode
+    instrumentation) and, in the sanitizer build (fuzz/build.sh), the compiled modules' own
+    edges. Exits the process when done, as libFuzzer does."""
     import atheris
 
-    corpus_dir = corpus or Path(tempfile.mkdtemp(prefix="fuzz-corpus-"))
-    corpus_dir.mkdir(parents=True, exist_ok=True)
-    for number, seed in enumerate(seeds):
-        (corpus_dir / f"seed-{number:04d}").write_bytes(seed[:max_len])
-
     def one_input(data: bytes) -> None:
-        budget.tick()
+        if budget is not None:
+            budget.tick()
         check(data)
 
-    args = [
-        sys.argv[0],
-        f"-max_total_time={int(budget.seconds)}",
-        f"-rss_limit_mb={int(budget.rss_limit_mb)}",
+    instrument_ours(atheris)
+    atheris.Setup(list(libfuzzer_args), one_input)
+    atheris.Fuzz()
+
+
+OUR_PACKAGES = ("pipeline", "capture", "schemas", "fuzz")
+
+
+def instrument_ours(atheris: ModuleType) -> None:
+    """atheris' coverage of every Python function of our packages loaded so far (the twin's
+    too). Not `atheris.instrument_all`: instrumenting every library's functions as well takes
+    minutes under the sanitizers, and their coverage is not what is looked for."""
+    folders = tuple(
+        os.path.dirname(module.__file__) + os.sep
+        for name in OUR_PACKAGES
+        if (module := sys.modules.get(name)) is not None and module.__file__
+    )
+    functions = [
+        obj
+        for obj in gc.get_objects()
+        if inspect.isfunction(obj) and obj.__code__.co_filename.startswith(folders)
+    ]
+    print(f"INFO: Instrumenting {len(functions)} functions of {OUR_PACKAGES}", file=sys.stderr)
+    for function in functions:
+        try:
+            atheris.instrument_func(function)
+        except Exception as error:  # noqa: BLE001 - one function less, the run goes on
+            print(f"INFO: {function.__qualname__} not instrumented: {error}", file=sys.stderr)
+
+
+def libfuzzer_args(
+    target: ModuleType,
+    seconds: float | None,
+    rss_limit_mb: float,
+    max_len: int,
+    corpus: Path | None,
+    also: Sequence[Path],
+    merge: bool,
+) -> list[str]:
+    """libFuzzer's arguments for a run: ``corpus`` (new inputs) first, then the folders in
+    ``also`` and the target's seeds, read only. With ``merge``, the inputs of all of them that
+    add coverage are copied into ``corpus`` (libFuzzer's -merge=1: a minimized corpus)."""
+    corpus_dir = corpus or Path(tempfile.mkdtemp(prefix="fuzz-corpus-"))
+    corpus_dir.mkdir(parents=True, exist_ok=True)
+    seeds_dir = Path(tempfile.mkdtemp(prefix="fuzz-seeds-"))
+    for number, seed in enumerate(target.seeds()):
+        (seeds_dir / f"seed-{number:04d}").write_bytes(seed[:max_len])
+    # libFuzzer runs this command again for -merge (and writes it in its reports): the target,
+    # not the module's file path that sys.argv[0] holds
+    args = [f"{sys.executable} -m {module_name(target)}"]
+    if seconds is not None:
+        args.append(f"-max_total_time={int(seconds)}")
+    args += [
+        f"-rss_limit_mb={int(rss_limit_mb)}",
         f"-max_len={max_len}",
+        "-timeout=120",
+        "-detect_leaks=0",  # CPython keeps memory to its end by design
         "-print_final_stats=1",
         f"-artifact_prefix={tempfile.mkdtemp(prefix='fuzz-artifacts-')}/",  # not the cwd
-        str(corpus_dir),
     ]
-    atheris.instrument_all()  # coverage of every Python function loaded so far (the pipeline)
-    atheris.Setup(args, one_input)
-    atheris.Fuzz()  # exits the process when time is up
+    if merge:
+        args.append("-merge=1")
+    return [*args, str(corpus_dir), *(str(path) for path in also if path.is_dir()), str(seeds_dir)]
 
 
 def atheris_available() -> bool:
@@ -199,28 +256,53 @@ def atheris_available() -> bool:
     return True
 
 
+def module_name(target: ModuleType) -> str:
+    """The target's importable name (``__name__`` is ``__main__`` under ``python -m``)."""
+    spec = target.__spec__
+    return target.__name__ if spec is None else spec.name
+
+
 def main(target: ModuleType, argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(LIBFUZZER_FLAG.match(arg) for arg in argv):  # libFuzzer's own arguments, as given
+        run_atheris(target.check, [f"{sys.executable} -m {module_name(target)}", *argv])
+        return 0
     parser = argparse.ArgumentParser(
-        prog=f"python -m {target.__name__}", description=target.__doc__
+        prog=f"python -m {module_name(target)}", description=target.__doc__
     )
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--engine", choices=["auto", "atheris", "hypothesis"], default="auto")
     parser.add_argument("--rss-limit-mb", type=float, default=DEFAULT_RSS_LIMIT_MB)
     parser.add_argument("--max-len", type=int, default=getattr(target, "MAX_LEN", 1 << 16))
-    parser.add_argument("--corpus", type=Path, help="atheris: keep the corpus in this folder")
+    parser.add_argument("--corpus", type=Path, help="atheris: new inputs go to this folder")
+    parser.add_argument(
+        "--also", type=Path, action="append", default=[], help="atheris: a corpus read only"
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="atheris: copy the inputs that add coverage (of --also and the seeds) to --corpus",
+    )
     args = parser.parse_args(argv)
     engine = args.engine
     if engine == "auto":
         engine = "atheris" if atheris_available() else "hypothesis"
     budget = Budget(args.seconds, args.rss_limit_mb)
-    name = target.__name__.rsplit(".", 1)[-1]
-
-    def report() -> None:
-        print(json.dumps(budget.summary(name, engine)), flush=True)
+    name = module_name(target).rsplit(".", 1)[-1]
 
     if engine == "atheris":  # libFuzzer prints its own summary (stat::...) and exits
-        run_atheris(target.check, target.seeds(), budget, args.max_len, args.corpus)
+        compiled = twins.compiled_modules()
+        print(f"{name}: {len(compiled)} compiled modules loaded", file=sys.stderr, flush=True)
+        seconds = None if args.merge else args.seconds
+        run_atheris(
+            target.check,
+            libfuzzer_args(
+                target, seconds, args.rss_limit_mb, args.max_len, args.corpus, args.also,
+                args.merge,
+            ),
+            None if args.merge else budget,
+        )  # fmt: skip
         return 0
     run_hypothesis(target.check, target.strategy(), budget)
-    report()
+    print(json.dumps(budget.summary(name, engine)), flush=True)
     return 0

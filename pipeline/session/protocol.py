@@ -403,20 +403,30 @@ class ProtocolState:
 
 
 _Handler = Callable[[ProtocolState, int, Headers, Frame, Body, Chunk], None]
+
+
+def _handler(name: str) -> _Handler:
+    """The method as the class holds it. Compiled, ``ProtocolState._on_send`` (a cpdef method)
+    becomes a wrapper calling its C function through a pointer of the wrong type (without the
+    dispatch flag): undefined behaviour, refused by clang 16 and later."""
+    handler: _Handler = vars(ProtocolState)[name]
+    return handler
+
+
 _HANDLERS: dict[str, tuple[Direction, _Handler]] = {
-    "CONNECT": (C2S, ProtocolState._on_connect),
-    "STOMP": (C2S, ProtocolState._on_connect),
-    "SEND": (C2S, ProtocolState._on_send),
-    "SUBSCRIBE": (C2S, ProtocolState._on_subscribe),
-    "UNSUBSCRIBE": (C2S, ProtocolState._on_unsubscribe),
-    "ACK": (C2S, ProtocolState._on_ack),
-    "NACK": (C2S, ProtocolState._on_ack),
-    "BEGIN": (C2S, ProtocolState._on_begin),
-    "COMMIT": (C2S, ProtocolState._on_commit_or_abort),
-    "ABORT": (C2S, ProtocolState._on_commit_or_abort),
-    "DISCONNECT": (C2S, ProtocolState._on_disconnect),
-    "CONNECTED": (S2C, ProtocolState._on_connected),
-    "MESSAGE": (S2C, ProtocolState._on_message),
-    "RECEIPT": (S2C, ProtocolState._on_receipt),
-    "ERROR": (S2C, ProtocolState._on_error),
+    "CONNECT": (C2S, _handler("_on_connect")),
+    "STOMP": (C2S, _handler("_on_connect")),
+    "SEND": (C2S, _handler("_on_send")),
+    "SUBSCRIBE": (C2S, _handler("_on_subscribe")),
+    "UNSUBSCRIBE": (C2S, _handler("_on_unsubscribe")),
+    "ACK": (C2S, _handler("_on_ack")),
+    "NACK": (C2S, _handler("_on_ack")),
+    "BEGIN": (C2S, _handler("_on_begin")),
+    "COMMIT": (C2S, _handler("_on_commit_or_abort")),
+    "ABORT": (C2S, _handler("_on_commit_or_abort")),
+    "DISCONNECT": (C2S, _handler("_on_disconnect")),
+    "CONNECTED": (S2C, _handler("_on_connected")),
+    "MESSAGE": (S2C, _handler("_on_message")),
+    "RECEIPT": (S2C, _handler("_on_receipt")),
+    "ERROR": (S2C, _handler("_on_error")),
 }
