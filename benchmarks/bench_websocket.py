@@ -36,6 +36,7 @@ if __package__ in (None, ""):
 from wsproto.extensions import Extension, PerMessageDeflate  # noqa: E402
 from wsproto.frame_protocol import FrameProtocol  # noqa: E402
 
+from pipeline.net import Direction
 from pipeline.session import Endpoint, SessionModel  # noqa: E402
 from pipeline.stomp import encode_frame, speedups  # noqa: E402
 from pipeline.websocket import Transport, apply  # noqa: E402
@@ -126,7 +127,7 @@ def websocket_path(script: list[tuple[str, int, bytes]]) -> int:
     """Frames the model saw, fed through the WebSocket transport."""
     model, transport, frames = _model(), Transport(), 0
     for n, (direction, offset, data) in enumerate(script):
-        apply(model, transport.receive(direction, n, offset, data))
+        apply(model, transport.receive(Direction(direction), n, offset, data))
         if n % 64 == 0:
             frames += len(model.drain()["frames"])
     model.finish(len(script))

@@ -23,6 +23,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from fuzz import harness
+from pipeline.net import Direction
 from pipeline.websocket import violations
 from pipeline.websocket.deframer import MAX_CONTROL_KEPT, Deframer
 from pipeline.websocket.events import Control, Event, StompData, StompGap, Violation
@@ -66,8 +67,8 @@ class Options:
         self.chunk_seed = data[1] if len(data) > 1 else 0
 
     @property
-    def direction(self) -> str:
-        return "c2s" if self.from_client else "s2c"
+    def direction(self) -> Direction:
+        return Direction.of(self.from_client)
 
 
 def pieces(stream: bytes, options: Options) -> Iterator[tuple[bytes, int]]:
@@ -132,8 +133,8 @@ def summary(events: list[Event]) -> tuple[bytes, list[tuple[object, ...]]]:
 
 def through_transport(stream: bytes, options: Options) -> bytes:
     transport = Transport()
-    events = transport.receive("c2s", 0, 0, REQUEST)
-    events += transport.receive("s2c", 1, 0, response(options.deflate))
+    events = transport.receive(Direction.C2S, 0, 0, REQUEST)
+    events += transport.receive(Direction.S2C, 1, 0, response(options.deflate))
     direction = options.direction
     offset = len(REQUEST) if options.from_client else len(response(options.deflate))
     for chunk, _gap in pieces(stream, options):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import codecs
 import struct
 
+from pipeline.net import Direction
 from pipeline.websocket import violations as v
 from pipeline.websocket.deflate import InflateError, Inflater
 from pipeline.websocket.events import Control, Event, StompData, StompGap, Violation
@@ -92,7 +93,7 @@ class Deframer:
     )
 
     def __init__(
-        self, direction: str, *, from_client: bool, deflate: Deflate | None, tcp_offset: int
+        self, direction: Direction, *, from_client: bool, deflate: Deflate | None, tcp_offset: int
     ) -> None:
         self.direction = direction
         self.from_client = from_client

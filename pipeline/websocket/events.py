@@ -11,6 +11,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from operator import itemgetter
 
+from pipeline.net import Direction
+
 
 @dataclass(slots=True, frozen=True)
 class StompData:
@@ -22,7 +24,7 @@ class StompData:
     ``whole_message`` marks a WebSocket message of EOLs only, received whole: a heart-beat of
     its own, never joined with other bytes."""
 
-    direction: str
+    direction: Direction
     ts_ns: int
     stomp_offset: int
     tcp_offset: int
@@ -43,7 +45,7 @@ class StompGap:
     """``size`` STOMP bytes lost to a capture gap inside an uncompressed data frame (the frame
     boundaries are still known, so the STOMP stream resumes after it)."""
 
-    direction: str
+    direction: Direction
     ts_ns: int
     stomp_offset: int
     size: int
@@ -55,7 +57,7 @@ class Control:
     other side (same payload), the time between the two; ``close_code`` / ``close_reason`` for
     a close (code None when the close had no payload)."""
 
-    direction: str
+    direction: Direction
     ts_ns: int
     tcp_offset: int
     kind: str  # "ping" | "pong" | "close"
@@ -70,7 +72,7 @@ class Control:
 class Violation:
     """A protocol violation or a problem with the input (kinds in ``violations``)."""
 
-    direction: str | None
+    direction: Direction | None
     ts_ns: int
     tcp_offset: int | None
     stomp_offset: int | None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from pipeline.net import Direction
 from pipeline.websocket import violations as v
 from pipeline.websocket.deframer import Deframer
 from pipeline.websocket.events import (
@@ -40,9 +41,6 @@ from pipeline.websocket.handshake import (
     starts_like_get,
     status_of,
 )
-
-C2S = "c2s"
-S2C = "s2c"
 
 SNIFFING = "SNIFFING"  # waiting for the client's first bytes to tell
 TCP = "TCP"  # plain STOMP: bytes pass through
@@ -77,15 +75,18 @@ class Transport:
         self.state = TCP if mid_stream else SNIFFING
         self.handshake: HandshakeSeen | None = None
         self.max_held = max_held
-        self._held: list[tuple[str, int, int, bytes]] = []  # (direction, ts, offset, data)
-        self._held_bytes = {C2S: 0, S2C: 0}
+        self._held: list[tuple[Direction, int, int, bytes]] = []  # (direction, ts, offset, data)
+        self._held_bytes = {Direction.C2S: 0, Direction.S2C: 0}
         self._request = bytearray()
         self._request_end = -1
         self._request_scanned = 0  # the request was searched for its end up to here
         self._response = bytearray()
         self._response_scanned = 0
-        self._deframers: dict[str, Deframer] = {}
-        self._pings: dict[str, deque[tuple[bytes, int]]] = {C2S: deque(), S2C: deque()}
+        self._deframers: dict[Direction, Deframer] = {}
+        self._pings: dict[Direction, deque[tuple[bytes, int]]] = {
+            Direction.C2S: deque(),
+            Direction.S2C: deque(),
+        }
         self._ignored_bytes = 0
         self._request_ns: int | None = None
 
@@ -95,7 +96,9 @@ class Transport:
 
     # ---- input ---------------------------------------------------------------------------------
 
-    def receive(self, direction: str, ts_ns: int, tcp_offset: int, data: bytes) -> list[Event]:
+    def receive(
+        self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
+    ) -> list[Event]:
         state = self.state
         if state == TCP:
             return [StompData(direction, ts_ns, tcp_offset, tcp_offset, data, False)]
@@ -114,7 +117,9 @@ class Transport:
             return out + self._bounded(ts_ns)
         return out
 
-    def receive_gap(self, direction: str, ts_ns: int, tcp_offset: int, size: int) -> list[Event]:
+    def receive_gap(
+        self, direction: Direction, ts_ns: int, tcp_offset: int, size: int
+    ) -> list[Event]:
         state = self.state
         if state == SNIFFING:
             out = self._decide_tcp(ts_ns)
@@ -129,7 +134,7 @@ class Transport:
             return [*self._ignore(ts_ns), gap]
         return []
 
-    def receive_eof(self, direction: str, ts_ns: int) -> list[Event]:
+    def receive_eof(self, direction: Direction, ts_ns: int) -> list[Event]:
         if self.state == OPEN:
             return self._deframers[direction].feed_eof(ts_ns)
         return []
@@ -146,11 +151,11 @@ class Transport:
     # Each byte held is looked at once: the heads grow by appending and are searched for their
     # end from where the last search stopped, so an undecided upgrade costs linear time.
 
-    def _sniff(self, direction: str, ts_ns: int, data: bytes) -> list[Event]:
+    def _sniff(self, direction: Direction, ts_ns: int, data: bytes) -> list[Event]:
         first = self._held[0]
-        if first[0] != C2S or first[2] != 0:
+        if first[0] != Direction.C2S or first[2] != 0:
             return self._decide_tcp(ts_ns)  # server first, or mid-stream: not an upgrade
-        if direction != C2S:
+        if direction != Direction.C2S:
             return []  # the server speaking before the request ended decides nothing
         request = self._request
         request += data
@@ -167,12 +172,12 @@ class Transport:
         self.state = AWAITING_RESPONSE
         response = self._response
         for held_direction, _, _, held_data in self._held:
-            if held_direction == S2C:
+            if held_direction == Direction.S2C:
                 response += held_data
         return self._response_head(ts_ns)
 
-    def _await_response(self, direction: str, ts_ns: int, data: bytes) -> list[Event]:
-        if direction != S2C:
+    def _await_response(self, direction: Direction, ts_ns: int, data: bytes) -> list[Event]:
+        if direction != Direction.S2C:
             return []
         self._response += data
         return self._response_head(ts_ns)
@@ -191,13 +196,13 @@ class Transport:
     def _bounded(self, ts_ns: int) -> list[Event]:
         """An undecided upgrade holds at most ``max_held`` bytes per direction: past that it
         is an anomaly and the connection is plain TCP, every byte held going to STOMP."""
-        for direction in (C2S, S2C):
+        for direction in (Direction.C2S, Direction.S2C):
             held = self._held_bytes[direction]
             if held <= self.max_held:
                 continue
             if self.state == SNIFFING:
                 what = "the upgrade request head did not end"
-            elif direction == C2S:
+            elif direction == Direction.C2S:
                 what = "the upgrade request had no response"
             else:
                 what = "the upgrade response head did not end"
@@ -214,7 +219,7 @@ class Transport:
         out: list[Event] = [NotWebSocket(ts_ns)]
         out += [StompData(d, ts, offset, offset, data, False) for d, ts, offset, data in self._held]
         self._held = []
-        self._held_bytes = {C2S: 0, S2C: 0}
+        self._held_bytes = {Direction.C2S: 0, Direction.S2C: 0}
         self._request = bytearray()
         self._response = bytearray()
         return out
@@ -229,17 +234,17 @@ class Transport:
         stomp = status == 101
         if status != 101:
             detail = f"upgrade answered {status} {response.start[2]}".strip()
-            out.append(Violation(S2C, ts_ns, 0, None, v.UPGRADE_REFUSED, detail))
+            out.append(Violation(Direction.S2C, ts_ns, 0, None, v.UPGRADE_REFUSED, detail))
         elif chosen is not None and chosen.lower() not in STOMP_SUBPROTOCOLS:
             stomp = False
             detail = f"subprotocol {chosen!r} chosen: not decoded as STOMP"
-            out.append(Violation(S2C, ts_ns, 0, None, v.NOT_STOMP, detail))
+            out.append(Violation(Direction.S2C, ts_ns, 0, None, v.NOT_STOMP, detail))
         self.handshake = self._seen(
             ts_ns, request, chosen, ", ".join(extensions) or None, status, stomp
         )
         out.insert(0, self.handshake)
         held, self._held = self._held, []
-        self._held_bytes = {C2S: 0, S2C: 0}
+        self._held_bytes = {Direction.C2S: 0, Direction.S2C: 0}
         if not stomp:
             self.state = IGNORED
             self._request = bytearray()
@@ -248,10 +253,14 @@ class Transport:
         self.state = OPEN
         deflate = deflate_parameters(extensions)
         self._deframers = {
-            C2S: Deframer(C2S, from_client=True, deflate=deflate, tcp_offset=self._request_end),
-            S2C: Deframer(S2C, from_client=False, deflate=deflate, tcp_offset=response_end),
+            Direction.C2S: Deframer(
+                Direction.C2S, from_client=True, deflate=deflate, tcp_offset=self._request_end
+            ),
+            Direction.S2C: Deframer(
+                Direction.S2C, from_client=False, deflate=deflate, tcp_offset=response_end
+            ),
         }
-        skip = {C2S: self._request_end, S2C: response_end}
+        skip = {Direction.C2S: self._request_end, Direction.S2C: response_end}
         for direction, ts, offset, data in held:
             cut = skip[direction] - offset
             if cut >= len(data):
@@ -295,17 +304,17 @@ class Transport:
             self.handshake = self._seen(ts_ns, request, None, None, None, False)
             out.append(self.handshake)
         if problem is not None:
-            out.append(Violation(S2C, ts_ns, 0, None, v.BAD_HANDSHAKE, problem))
+            out.append(Violation(Direction.S2C, ts_ns, 0, None, v.BAD_HANDSHAKE, problem))
         self.state = IGNORED
         self._held = []
-        self._held_bytes = {C2S: 0, S2C: 0}
+        self._held_bytes = {Direction.C2S: 0, Direction.S2C: 0}
         self._request = bytearray()
         self._response = bytearray()
         return out
 
     # ---- frames --------------------------------------------------------------------------------
 
-    def _deframed(self, direction: str, events: list[Event]) -> list[Event]:
+    def _deframed(self, direction: Direction, events: list[Event]) -> list[Event]:
         """Pongs get the round-trip time of the ping they answer (same payload, other side)."""
         for index, event in enumerate(events):
             if type(event) is not Control:
@@ -316,7 +325,7 @@ class Transport:
                 if len(pings) > MAX_PINGS_KEPT:
                     pings.popleft()
             elif event.kind == "pong":
-                pings = self._pings[S2C if direction == C2S else C2S]
+                pings = self._pings[direction.reverse]
                 for position, (payload, ts) in enumerate(pings):
                     if payload == event.payload:
                         del pings[position]

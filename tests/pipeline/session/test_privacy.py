@@ -5,6 +5,7 @@ import hmac
 
 import pytest
 
+from pipeline.net import Direction
 from pipeline.session import Endpoint, ModelOptions, SessionModel
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.privacy import (
@@ -278,7 +279,10 @@ def _websocket_session(target: str, reason: str) -> dict[str, TableRows]:
     ]
     offsets = {"c2s": 0, "s2c": 0}
     for ms, (direction, data) in enumerate(chunks):
-        apply(model, transport.receive(direction, 10**18 + ms * 10**6, offsets[direction], data))
+        apply(
+            model,
+            transport.receive(Direction(direction), 10**18 + ms * 10**6, offsets[direction], data),
+        )
         offsets[direction] += len(data)
     apply(model, transport.finish(10**18 + 10**9))
     model.finish(10**18 + 10**9)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from pipeline.net import Direction
 from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segment
 from pipeline.session import Endpoint, SessionModel
 from pipeline.session.rows import TableRow
@@ -35,7 +36,7 @@ def replay(path: Path, broker_ports: tuple[int, ...] = ()) -> Rows:
             live[conn.connection_id] = (model, Transport(mid_stream=model._mid_stream))
         elif type(event) is Segment:
             model, transport = live[event.connection_id]
-            direction = "c2s" if event.from_client else "s2c"
+            direction = Direction.of(event.from_client)
             inner = event.event
             if type(inner) is Data:
                 events = transport.receive(direction, inner.ts_ns, inner.offset, inner.data)
@@ -48,7 +49,10 @@ def replay(path: Path, broker_ports: tuple[int, ...] = ()) -> Rows:
         elif type(event) is Closed:
             model, transport = live.pop(event.connection.connection_id)
             conn = event.connection
-            for direction, end in (("c2s", conn.client_end), ("s2c", conn.server_end)):
+            for direction, end in (
+                (Direction.C2S, conn.client_end),
+                (Direction.S2C, conn.server_end),
+            ):
                 if end != "none":
                     apply(model, transport.receive_eof(direction, conn.last_ts_ns))
                     model.on_close(direction, conn.last_ts_ns, end)

@@ -4,6 +4,7 @@ import zlib
 
 import pytest
 
+from pipeline.net import Direction
 from pipeline.websocket import deflate as deflate_module
 from pipeline.websocket import violations as v
 from pipeline.websocket.deframer import Deframer, unmask, valid_close_code
@@ -18,7 +19,7 @@ def _run(
     wire: bytes, *, from_client: bool = True, deflate: Deflate | None = None, step: int = 0
 ) -> list:
     deframer = Deframer(
-        "c2s" if from_client else "s2c", from_client=from_client, deflate=deflate, tcp_offset=100
+        Direction.of(from_client), from_client=from_client, deflate=deflate, tcp_offset=100
     )
     events = []
     pieces = [wire[i : i + step] for i in range(0, len(wire), step)] if step else [wire]
@@ -264,7 +265,7 @@ def test_after_a_bomb_with_context_takeover_each_skipped_message_is_an_anomaly(s
 def test_gap_inside_an_uncompressed_payload_is_passed_on_and_framing_continues() -> None:
     server = Side(False)
     first, second = server.binary(b"x" * 1000), server.binary(STOMP)
-    deframer = Deframer("s2c", from_client=False, deflate=None, tcp_offset=0)
+    deframer = Deframer(Direction.S2C, from_client=False, deflate=None, tcp_offset=0)
     events = deframer.feed(first[:100], 1)
     events += deframer.feed_gap(500, 2)
     events += deframer.feed(first[600:] + second, 3)
@@ -272,7 +273,7 @@ def test_gap_inside_an_uncompressed_payload_is_passed_on_and_framing_continues()
     assert [(g.stomp_offset, g.size) for g in gaps] == [(96, 500)]  # 4-byte header
     assert _stomp(events).endswith(STOMP)
     # a gap across a header loses the boundaries: the direction stops
-    deframer = Deframer("s2c", from_client=False, deflate=None, tcp_offset=0)
+    deframer = Deframer(Direction.S2C, from_client=False, deflate=None, tcp_offset=0)
     events = deframer.feed(first, 1) + deframer.feed_gap(3, 2) + deframer.feed(second[3:], 3)
     assert _kinds(events) == [v.GAP] and not _stomp(events[1:])
 
@@ -298,7 +299,7 @@ def test_a_pickled_deframer_goes_on_and_says_when_the_window_was_lost(takeover: 
     client = Side(True, client_ext)
     first, second = client.text(STOMP), client.text(STOMP)
     deflate = Deflate(client_no_context_takeover=not takeover)
-    deframer = Deframer("c2s", from_client=True, deflate=deflate, tcp_offset=0)
+    deframer = Deframer(Direction.C2S, from_client=True, deflate=deflate, tcp_offset=0)
     events = deframer.feed(first + second[:3], 1)
     deframer = pickle.loads(pickle.dumps(deframer))
     events += deframer.feed(second[3:], 2)
@@ -364,7 +365,7 @@ def test_many_messages_in_any_segmentation_match_the_general_path(
     wire += client.binary(b"x" * 70_000) + client.text("\u00e9t\u00e9\x00\n")
     runs = []
     for deframer_type in (Deframer, _GeneralPathOnly):
-        deframer = deframer_type("c2s", from_client=True, deflate=deflate, tcp_offset=3)
+        deframer = deframer_type(Direction.C2S, from_client=True, deflate=deflate, tcp_offset=3)
         pieces = [wire[i : i + step] for i in range(0, len(wire), step)] if step else [wire]
         events = []
         for n, piece in enumerate(pieces):

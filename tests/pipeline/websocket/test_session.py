@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipeline.net import Direction
 from pipeline.session import Endpoint, SessionModel
 from pipeline.session.frame_rows import TableRows
 from pipeline.stomp import encode_frame
@@ -28,7 +29,10 @@ class WsConversation:
 
     def tcp(self, direction: str, ms: float, data: bytes) -> None:
         ts = T0 + int(ms * MS)
-        apply(self.model, self.transport.receive(direction, ts, self.offsets[direction], data))
+        apply(
+            self.model,
+            self.transport.receive(Direction(direction), ts, self.offsets[direction], data),
+        )
         self.offsets[direction] += len(data)
 
     def client(self, ms: float, command: str, headers: list, body: bytes = b"") -> None:
@@ -112,9 +116,9 @@ def test_tcp_session_through_the_transport_is_unchanged() -> None:
     transport = Transport()
     connect = encode_frame("CONNECT", [("accept-version", "1.2"), ("host", "/")])
     connected = encode_frame("CONNECTED", [("version", "1.2")]) + b"\n"
-    apply(model, transport.receive("c2s", T0, 0, connect[:3]))
-    apply(model, transport.receive("c2s", T0 + MS, 3, connect[3:]))
-    apply(model, transport.receive("s2c", T0 + 2 * MS, 0, connected))
+    apply(model, transport.receive(Direction.C2S, T0, 0, connect[:3]))
+    apply(model, transport.receive(Direction.C2S, T0 + MS, 3, connect[3:]))
+    apply(model, transport.receive(Direction.S2C, T0 + 2 * MS, 0, connected))
     model.finish(T0 + 3 * MS)
     rows = model.drain()
     session = rows["sessions"][0]
@@ -127,8 +131,8 @@ def test_tcp_session_through_the_transport_is_unchanged() -> None:
 def test_refused_upgrade_is_a_session_with_an_anomaly_and_no_frames() -> None:
     model = SessionModel("r1", Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 15674))
     transport = Transport()
-    apply(model, transport.receive("c2s", T0, 0, request()))
-    apply(model, transport.receive("s2c", T0 + MS, 0, response("404 Not Found", None)))
+    apply(model, transport.receive(Direction.C2S, T0, 0, request()))
+    apply(model, transport.receive(Direction.S2C, T0 + MS, 0, response("404 Not Found", None)))
     model.finish(T0 + 2 * MS)
     rows = model.drain()
     session = rows["sessions"][0]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.net import Direction
 from pipeline.session import Endpoint, SessionModel
 from pipeline.websocket import apply
 from pipeline.websocket import violations as v
@@ -26,7 +27,7 @@ def _feed(transport: Transport, script: list[tuple[str, bytes]], step: int = 0) 
     for n, (direction, data) in enumerate(script):
         pieces = [data[i : i + step] for i in range(0, len(data), step)] if step else [data]
         for piece in pieces:
-            events += transport.receive(direction, n, offsets[direction], piece)
+            events += transport.receive(Direction(direction), n, offsets[direction], piece)
             offsets[direction] += len(piece)
     return events + transport.finish(len(script))
 
@@ -138,15 +139,15 @@ def test_plain_tcp_passes_through_unchanged(script: list[tuple[str, bytes]]) -> 
 
 def test_gap_while_undecided_makes_it_tcp_and_is_passed_on() -> None:
     transport = Transport()
-    assert transport.receive("c2s", 0, 0, b"GE") == []
-    events = transport.receive_gap("c2s", 1, 2, 10)
+    assert transport.receive(Direction.C2S, 0, 0, b"GE") == []
+    events = transport.receive_gap(Direction.C2S, 1, 2, 10)
     assert isinstance(events[0], NotWebSocket)
     assert isinstance(events[-1], StompGap) and events[-1].size == 10
 
 
 def test_mid_stream_is_tcp() -> None:
     transport = Transport(mid_stream=True)
-    (event,) = transport.receive("c2s", 0, 500, request())
+    (event,) = transport.receive(Direction.C2S, 0, 500, request())
     assert isinstance(event, StompData) and event.stomp_offset == 500
 
 
@@ -156,7 +157,7 @@ def _session_rows(transport: Transport, script: list[tuple[str, bytes]], bound: 
     model = SessionModel("s", Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 15674))
     offsets = {"c2s": 0, "s2c": 0}
     for n, (direction, data) in enumerate(script):
-        apply(model, transport.receive(direction, n, offsets[direction], data))
+        apply(model, transport.receive(Direction(direction), n, offsets[direction], data))
         offsets[direction] += len(data)
         assert all(held <= bound + len(data) for held in transport._held_bytes.values())
         assert len(transport._request) <= bound + len(data)
@@ -216,7 +217,7 @@ def test_request_head_search_resumes_where_it_stopped() -> None:
     transport = Transport()
     head = request()
     for n in range(len(head)):
-        transport.receive("c2s", n, n, head[n : n + 1])
+        transport.receive(Direction.C2S, n, n, head[n : n + 1])
     assert transport._request_scanned == len(head) - 3
     assert transport.state == "AWAITING_RESPONSE"
 
@@ -227,9 +228,9 @@ def test_an_undecided_upgrade_carried_over_keeps_its_bound() -> None:
 
     transport = Transport(max_held=4096)
     head = request()
-    transport.receive("c2s", 0, 0, head[:50])
+    transport.receive(Direction.C2S, 0, 0, head[:50])
     transport = pickle.loads(pickle.dumps(transport))
-    transport.receive("c2s", 1, 50, head[50:])
+    transport.receive(Direction.C2S, 1, 50, head[50:])
     assert transport.state == "AWAITING_RESPONSE"
     transport = pickle.loads(pickle.dumps(transport))
     send = b"SEND\ndestination:/q/a\n\nx\x00"
