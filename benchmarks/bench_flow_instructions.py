@@ -69,14 +69,14 @@ if sys.argv[1] == "pure_python":
     os.environ["{variable}"] = "1"
 import pyarrow as pa, pyarrow.parquet as pq
 import schemas
-from pipeline.spark.flows import RunnerConfig, run_partition
+from pipeline.spark.flows import FlowPassConfig, run_partition
 paths = tuple(json.loads(sys.argv[3]))
 with pa.memory_map(sys.argv[2]) as source:
     pieces = pa.ipc.open_file(source).read_all().combine_chunks().to_batches()[0]
 for counted in (False, True):
     folder = tempfile.mkdtemp()
     tables = tuple((t, f"{{folder}}/{{t}}") for t in schemas.TABLES)
-    config = RunnerConfig(paths, close_open=True, table_dirs=tables, batch_id="b")
+    config = FlowPassConfig(paths, close_open=True, table_dirs=tables, batch_id="b")
     if counted:
         os.system(f"callgrind_control -i on {{os.getpid()}} > /dev/null")
     list(run_partition([pieces], config))

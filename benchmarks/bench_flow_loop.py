@@ -45,7 +45,7 @@ from pipeline.session.model import SessionModel
 from pipeline.session.streams import DirectionStream
 from pipeline.spark import flows
 from pipeline.spark.captures import read_paths
-from pipeline.spark.flows import FlowRunner, RunnerConfig
+from pipeline.spark.flows import FlowPassConfig, FlowRunner
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from pipeline.stomp import speedups
 from pipeline.stomp.events import Frame, HeartBeat
@@ -149,7 +149,7 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
 
         start = time.perf_counter()
         with fewer_collections():  # as the flow pass's task runs
-            runner = FlowRunner(RunnerConfig(tuple(paths), close_open=True), spill=count)
+            runner = FlowRunner(FlowPassConfig(tuple(paths), close_open=True), spill=count)
             runner.feed_batch(pieces)
             runner.close()
             count()

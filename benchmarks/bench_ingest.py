@@ -59,7 +59,7 @@ def ours_child(paths: list[str]) -> dict[str, object]:
 
     import schemas
     from pipeline.spark.captures import packets_frame
-    from pipeline.spark.flows import RunnerConfig, flow_pass
+    from pipeline.spark.flows import FlowPassConfig, flow_pass
     from pipeline.spark.placement import ranges
     from pipeline.spark.session import build_spark
     from pipeline.spark.summary import capture_summary, flow_output
@@ -69,7 +69,7 @@ def ours_child(paths: list[str]) -> dict[str, object]:
     partitions = max(2, spark.sparkContext.defaultParallelism * 2)
     staging = Path(paths[0]).parent / "ingest-tables"  # beside the capture, removed after
     folders = tuple((table, str(staging / table)) for table in schemas.TABLES)
-    config = RunnerConfig(tuple(paths), close_open=True, table_dirs=folders, batch_id="bench")
+    config = FlowPassConfig(tuple(paths), close_open=True, table_dirs=folders, batch_id="bench")
     cpu_by_phase: dict[str, object] = {}
     out: dict[str, object] = {"timings": timings, "cpu": cpu_by_phase}
     for rep in ("", "warm_"):

@@ -29,7 +29,7 @@ from fuzz.seeds import PASSCODE, stomp_streams
 from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
 from pipeline.reassembly import Closed, Conflict, ConnectionTracker, Data, Gap, Opened, Segment
 from pipeline.session.rows import TableRow
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.pieces import PieceBuilder
 from pipeline.spark.table_files import row_batch
 
@@ -137,7 +137,7 @@ def run_flows(
 ) -> tuple[dict, list[dict]]:
     """Table rows (by table) and state rows of the flow runner over carried states, then the
     packets as one flow piece."""
-    runner = FlowRunner(RunnerConfig((path,), close_open=close_open))
+    runner = FlowRunner(FlowPassConfig((path,), close_open=close_open))
     for row in carried:
         runner.resume(row["flow_key"], row["state"])
     builder = PieceBuilder(0)

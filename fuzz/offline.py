@@ -21,7 +21,7 @@ from pipeline.ingest import split_capture
 from pipeline.session import ModelOptions
 from pipeline.session.rows import TableRow
 from pipeline.spark.captures import read_split
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.table_files import row_batch
 
 CAPTURE_TABLE = "anomalies"
@@ -68,7 +68,7 @@ def run_offline(
                             }
                         )
     piece_rows.sort(key=_sort_key)
-    config = RunnerConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
+    config = FlowPassConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
     runner = FlowRunner(config)
     tables: dict[str, list[TableRow]] = {name: [] for name in schemas.TABLES}
     if piece_rows:

@@ -38,7 +38,7 @@ from pipeline.lake.staged_tables import (
 from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
-from pipeline.spark.session import DEFAULT_DRIVER_MEMORY, IMPORTED_BY_START, SparkSettings
+from pipeline.spark.session import IMPORTED_BY_START, SparkSettings
 from pipeline.tls.keylog import KeyLog, read_keylogs
 from pipeline.validation import VALIDATION_ENGINES
 from pipeline.validation.preload import preloading
@@ -55,10 +55,7 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 class RunConfig:
     inputs: list[Path]
     lake: Path
-    master: str = "local[*]"
-    driver_memory: str = DEFAULT_DRIVER_MEMORY
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    verbosity: int = 0  # -1 quiet, 0 default, 1-2 verbose: Spark's logging
+    spark: SparkSettings = field(default_factory=SparkSettings)  # verbosity: Spark's logging too
     batch_id: str | None = None
     options: ModelOptions = field(default_factory=ModelOptions)
     broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
@@ -288,11 +285,7 @@ class SparkStart:
             self._early.result().stop()
 
     def _start(self) -> SparkSession:
-        config = self.config
-        settings = SparkSettings(
-            config.master, config.driver_memory, config.spark_conf, config.verbosity
-        )
-        return settings.start()
+        return self.config.spark.start()
 
 
 def _skipped(scan: Any) -> dict[str, list[str]]:
@@ -319,7 +312,7 @@ def _run_batch(
 
     from pipeline.spark.anomalies import capture_anomaly_rows
     from pipeline.spark.captures import packets_frame
-    from pipeline.spark.flows import STATE_KIND, RunnerConfig, flow_pass
+    from pipeline.spark.flows import STATE_KIND, FlowPassConfig, flow_pass
     from pipeline.spark.placement import outweighs_a_task, ranges, task_count
     from pipeline.spark.summary import capture_summary, flow_output
     from pipeline.spark.table_files import write_table_rows
@@ -355,7 +348,7 @@ def _run_batch(
         cuts = ranges(weights, packet_count, partitions)
         # The flow pass's tasks write the tables' Parquet into these folders themselves.
         folders = staging_folders(lake, batch_id, schemas.TABLES)
-        runner = RunnerConfig(
+        flow_config = FlowPassConfig(
             tuple(paths),
             config.options,
             config.broker_ports,
@@ -366,7 +359,7 @@ def _run_batch(
             tls_keys=keylog.only(summary.client_randoms) if len(keylog) else None,
         )
         if len(keylog):
-            found = len(runner.tls_keys or ())
+            found = len(flow_config.tls_keys or ())
             progress(
                 f"TLS: secrets for {found} of the {len(summary.client_randoms)} TLS "
                 f"connections read ({len(keylog)} in the key logs)"
@@ -374,7 +367,7 @@ def _run_batch(
         state = carried.read_carried(spark, lake)
         progress("stage 2/4: decoding sessions, staging tables")
         _figures(progress, counters.decoding)
-        flow_rows = flow_pass(packets, state, runner, partitions, counters, cuts)
+        flow_rows = flow_pass(packets, state, flow_config, partitions, counters, cuts)
         flow_rows = flow_rows.persist(StorageLevel.MEMORY_AND_DISK)
         written, counts = flow_output(flow_rows)
         capture_rows = capture_anomaly_rows(summary.anomalies, paths)
@@ -450,7 +443,7 @@ def validates_on_duckdb(config: RunConfig) -> bool:
     if engine not in VALIDATION_ENGINES:
         known = ", ".join(VALIDATION_ENGINES)
         raise UsageError(f"validation engine {engine!r} (--validation-engine): one of {known}")
-    return engine == "duckdb" or (engine == "auto" and config.master.startswith("local"))
+    return engine == "duckdb" or (engine == "auto" and config.spark.master.startswith("local"))
 
 
 def _write_carried(lake: Lake, batch_id: str, carried_rows: Any) -> None:

@@ -70,9 +70,10 @@ def _dump(partial: Path, samples: Path, lake: Path) -> None:
     from pyspark import SparkContext
 
     from pipeline.runner import RunConfig, run
+    from pipeline.spark.session import SparkSettings
 
     conf = {"spark.driver.extraJavaOptions": MAKING.format(path=partial)}
-    run(RunConfig([samples], lake, spark_conf=conf), progress=lambda _: None)
+    run(RunConfig([samples], lake, spark=SparkSettings(conf=conf)), progress=lambda _: None)
     gateway = SparkContext._gateway
     process = getattr(gateway, "proc", None)
     active = SparkContext._active_spark_context

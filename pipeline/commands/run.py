@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.commands.options import verbosity
+from pipeline.commands.options import spark_settings
 from pipeline.commands.progress import RunProgress
 from pipeline.errors import StompLakeError
 from pipeline.lake.full_disk import disk_full
@@ -30,7 +30,6 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         inputs=list(args.input),
         lake=args.lake,
-        master=args.master,
         batch_id=args.batch_id,
         options=ModelOptions(body_mode=body_mode, preview_bytes=preview, login_hash_key=key),
         broker_ports=args.broker_ports,
@@ -38,9 +37,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         wait_lock=args.wait_lock,
         validate=not args.no_validate,
         validation_engine=args.validation_engine,
-        driver_memory=args.driver_memory,
-        spark_conf=dict(args.conf),
-        verbosity=verbosity(args),
+        spark=spark_settings(args),
         tls_keylogs=tuple(args.tls_keylog),
     )
 
@@ -98,7 +95,7 @@ def run_from_args(args: argparse.Namespace, *, demo: bool = False) -> int:
     disk, in whatever form it surfaced, becomes one of them (DiskFull)."""
     config = config_from_args(args)
     try:
-        with RunProgress(config.verbosity) as progress:
+        with RunProgress(config.spark.verbosity) as progress:
             result = run(config, progress)
     except StompLakeError:
         raise

@@ -51,7 +51,7 @@ RUN_PACKETS = 64  # in-order data packets passed on together at most (see `packe
 
 
 @dataclass(frozen=True, slots=True)
-class RunnerConfig:
+class FlowPassConfig:
     paths: tuple[str, ...]  # capture files of this run, indexed by file_id
     options: ModelOptions = default(default_factory=ModelOptions)
     broker_ports: tuple[int, ...] = DEFAULT_BROKER_PORTS
@@ -90,7 +90,7 @@ class FlowRunner:
     `COLLECT_PACKETS` packets), to drain them: memory then holds that many rows whatever one
     input batch or piece makes (a 16 MB batch of pieces, 350,000 packets, can make 100,000s)."""
 
-    def __init__(self, config: RunnerConfig, spill: Callable[[], None] | None = None) -> None:
+    def __init__(self, config: FlowPassConfig, spill: Callable[[], None] | None = None) -> None:
         self.config = config
         self._spill = spill
         self._driver_config = config.driver
@@ -226,7 +226,7 @@ def output_schema() -> pa.Schema:
 
 def run_partition(
     batches: Iterable[pa.RecordBatch],
-    config: RunnerConfig,
+    config: FlowPassConfig,
     task_counters: TaskCounters | None = None,
 ) -> Iterator[pa.RecordBatch]:
     with fewer_collections():
@@ -235,7 +235,7 @@ def run_partition(
 
 
 def _partition(
-    batches: Iterable[pa.RecordBatch], config: RunnerConfig, task_counters: TaskCounters | None
+    batches: Iterable[pa.RecordBatch], config: FlowPassConfig, task_counters: TaskCounters | None
 ) -> Iterator[pa.RecordBatch]:
     schema = output_schema()
     writer = TableFileWriter(
@@ -329,7 +329,7 @@ def _files_batch(
 def flow_pass(
     packets: DataFrame,
     state: DataFrame | None,
-    config: RunnerConfig,
+    config: FlowPassConfig,
     partitions: int,
     task_counters: TaskCounters | None = None,
     cuts: Sequence[int] | None = None,

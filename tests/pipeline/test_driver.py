@@ -10,7 +10,7 @@ from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import ACK, FIN, SYN, TcpPacket
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import TableRow
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
 from pipeline.websocket import Transport
 
@@ -79,7 +79,7 @@ class Flow:
                 p.ts_ns, p.payload_offset, p.record_offset, p.seq, p.ack, p.payload_len,
                 p.wire_len, p.window, p.flags, reverse, 0,
             )  # fmt: skip
-        runner = FlowRunner(RunnerConfig((str(self.path),), close_open=close_open))
+        runner = FlowRunner(FlowPassConfig((str(self.path),), close_open=close_open))
         runner.feed_piece(Piece(key, 0, records))
         runner.close()
         tables: dict[str, list[TableRow]] = {}
@@ -201,6 +201,6 @@ def test_an_upgrade_never_answered_is_bounded_then_decoded_as_tcp(tmp_path: Path
 
 
 def test_the_flow_pass_sets_the_websocket_bound() -> None:
-    config = RunnerConfig(("x.pcap",), websocket_max_held=1000)
+    config = FlowPassConfig(("x.pcap",), websocket_max_held=1000)
     assert config.driver.websocket_max_held == 1000
-    assert RunnerConfig(("x.pcap",)).driver.websocket_max_held == 64 * 1024
+    assert FlowPassConfig(("x.pcap",)).driver.websocket_max_held == 64 * 1024

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.runner import InputError, RunConfig, check_inputs, sniff_captures
+from pipeline.spark.session import SparkSettings
 from tests.conftest import SAMPLES
 from tests.support.scripts import run_script
 
@@ -113,7 +114,7 @@ def test_tables_are_validated_on_duckdb_with_a_local_master_unless_told_otherwis
 
     def on(master: str, engine: str) -> bool:
         return validates_on_duckdb(
-            RunConfig([], Path("lake"), master=master, validation_engine=engine)
+            RunConfig([], Path("lake"), spark=SparkSettings(master), validation_engine=engine)
         )
 
     assert on("local[*]", "auto") and on("local[2]", "auto")

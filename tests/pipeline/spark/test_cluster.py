@@ -55,7 +55,7 @@ def cluster_lake(tmp_path_factory) -> tuple[Lake, str]:
 def local_lake(spark, tmp_path_factory) -> Lake:
     root = tmp_path_factory.mktemp("local-lake")
     run(
-        RunConfig(inputs=[SAMPLES], lake=root, master="local[*]", close_open=True, validate=False),
+        RunConfig(inputs=[SAMPLES], lake=root, close_open=True, validate=False),
         progress=lambda _: None,
     )
     return Lake(root)

@@ -35,7 +35,7 @@ from pipeline.spark.captures import packets_frame, read_split
 from pipeline.spark.flows import (
     FILE_KIND,
     STATE_KIND,
-    RunnerConfig,
+    FlowPassConfig,
     flow_pass,
     output_schema,
     run_partition,
@@ -141,10 +141,10 @@ def staged_config(
     batch_id: str = "batch-1",
     options: ModelOptions | None = None,
     close_open: bool = False,
-) -> RunnerConfig:
+) -> FlowPassConfig:
     """A pass over `paths` that writes each table's files under `staging`/table."""
     folders = tuple((table, str(staging / table)) for table in schemas.TABLES)
-    return RunnerConfig(
+    return FlowPassConfig(
         tuple(paths),
         options or ModelOptions(),
         close_open=close_open,
@@ -153,7 +153,7 @@ def staged_config(
     )
 
 
-def read_back(spark, config: RunnerConfig, output) -> dict:
+def read_back(spark, config: FlowPassConfig, output) -> dict:
     """The tables a pass wrote (its file rows say which files), read with the tables' schemas."""
     written, _counts = flow_output(output)
     folders = config.table_folders()
@@ -255,7 +255,7 @@ def test_a_pass_without_a_staging_folder_for_every_table_is_refused(tmp_path) ->
     with pytest.raises(ValueError, match="staging folder for frames$"):
         next(run_partition([], replace(config, table_dirs=no_frames)))
     with pytest.raises(ValueError, match="staging folder"):
-        flow_pass(None, None, RunnerConfig(()), PARTITIONS)  # type: ignore[arg-type]
+        flow_pass(None, None, FlowPassConfig(()), PARTITIONS)  # type: ignore[arg-type]
 
 
 def _sorted_packets(paths: list[str], split_bytes: int = 1 << 30) -> pa.Table:
@@ -270,7 +270,7 @@ def _sorted_packets(paths: list[str], split_bytes: int = 1 << 30) -> pa.Table:
     return table.sort_by([*order, ("record_offset", "ascending")])
 
 
-def _read_file(config: RunnerConfig, table: str, path: str) -> list[dict]:
+def _read_file(config: FlowPassConfig, table: str, path: str) -> list[dict]:
     """One file the pass wrote, in the table's stored schema, with the partition columns its
     folders hold."""
     folder = config.table_folders()[table]
@@ -285,7 +285,7 @@ def _read_file(config: RunnerConfig, table: str, path: str) -> list[dict]:
     return found.to_table().to_pylist()
 
 
-def _kinds(config: RunnerConfig, batches: Iterator[pa.RecordBatch]) -> dict[str, list]:
+def _kinds(config: FlowPassConfig, batches: Iterator[pa.RecordBatch]) -> dict[str, list]:
     """Table rows (read back from the files the pass wrote) by table, and states."""
     out: dict[str, list] = defaultdict(list)
     for batch in batches:

@@ -20,7 +20,7 @@ from pipeline.driver import ConnectionDriver
 from pipeline.ingest import split_capture
 from pipeline.session.rows import TableRow
 from pipeline.spark.captures import read_split
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from tests.conftest import REPO, REPO_CAPTURES
 from tests.pipeline.spark.test_flows import CASES, SPARSE, Case
@@ -75,7 +75,7 @@ def _run(
     with monkeypatch.context() as patch:
         patch.setattr("pipeline.spark.flows.packet_loop", lambda: loop)
         patch.setattr("pipeline.spark.flows.ConnectionDriver", driver)
-        runner = FlowRunner(RunnerConfig(tuple(paths), close_open=True))
+        runner = FlowRunner(FlowPassConfig(tuple(paths), close_open=True))
         if pieces:
             runner.feed_batch(pa.RecordBatch.from_pylist(pieces))
         runner.close()

@@ -15,7 +15,7 @@ import schemas
 from pipeline.lake.stats import file_stats
 from pipeline.session.clock import to_datetime
 from pipeline.session.rows import TableRow
-from pipeline.spark.flows import STATE_KIND, FlowRunner, RunnerConfig
+from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.table_files import (
     DICTIONARY_PAGE_BYTES,
     NS_SUFFIX,
@@ -175,7 +175,7 @@ def _as_given(table: str, rows: Sequence[TableRow]) -> pa.RecordBatch:
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
 def test_timestamps_made_from_nanoseconds_are_the_rows_own(path: Path) -> None:
-    runner = FlowRunner(RunnerConfig((str(path),), close_open=True))
+    runner = FlowRunner(FlowPassConfig((str(path),), close_open=True))
     pieces = _pieces([str(path)])
     if pieces:
         runner.feed_batch(pa.RecordBatch.from_pylist(pieces))

@@ -10,7 +10,7 @@ import pytest
 
 import schemas
 from pipeline.spark.captures import packets_frame
-from pipeline.spark.flows import RunnerConfig, flow_pass
+from pipeline.spark.flows import FlowPassConfig, flow_pass
 from pipeline.spark.summary import capture_summary, flow_output
 from pipeline.spark.task_counters import TaskCounters, human_bytes, human_count
 from tests.conftest import SAMPLES
@@ -38,7 +38,7 @@ def test_the_tasks_figures_reach_the_driver(spark, tmp_path: Path) -> None:
     read = f"2/2 files, {total} of {total}, {human_count(stats['packets'])} packets"
     assert counters.reading(sizes) == read
 
-    config = RunnerConfig(
+    config = FlowPassConfig(
         tuple(paths),
         table_dirs=tuple((t, str(tmp_path / t)) for t in schemas.TABLES),
         batch_id="b-progress",

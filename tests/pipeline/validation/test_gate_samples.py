@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.commands.run import RunConfig, run
 from pipeline.lake import Lake
+from pipeline.spark.session import SparkSettings
 from pipeline.validation.quarantine import list_quarantined
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
@@ -26,7 +27,7 @@ def test_real_samples_pass_the_gate_on_both_engines(spark, tmp_path: Path) -> No
             inputs=[SAMPLES],
             lake=lake.root,
             close_open=True,
-            master="local[2]",
+            spark=SparkSettings("local[2]"),
             validation_engine=engine,
         )
         result = run(config, progress=lambda _: None)

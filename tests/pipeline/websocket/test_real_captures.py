@@ -164,7 +164,7 @@ def test_the_connection_driver_gives_the_same_tables(rows: Rows) -> None:
 
 
 def test_the_flow_runner_of_the_spark_pass_gives_the_same_tables(rows: Rows) -> None:
-    from pipeline.spark.flows import FlowRunner, RunnerConfig
+    from pipeline.spark.flows import FlowPassConfig, FlowRunner
     from pipeline.spark.pieces import PieceBuilder
 
     builder = PieceBuilder(0)
@@ -172,7 +172,7 @@ def test_the_flow_runner_of_the_spark_pass_gives_the_same_tables(rows: Rows) -> 
         for item in reader:
             if type(item) is TcpPacket:
                 builder.add(item)
-    runner = FlowRunner(RunnerConfig((str(WEB_STOMP),), close_open=True))
+    runner = FlowRunner(FlowPassConfig((str(WEB_STOMP),), close_open=True))
     for piece in builder.pieces():
         runner.feed_piece(piece)
     runner.close()
