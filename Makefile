@@ -8,7 +8,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 LAKE ?= work/lake
 
-.PHONY: demo test venv airflow system-deps java js-deps spark-classes lint static check clean FORCE
+.PHONY: demo test venv airflow system-deps java js-deps spark-classes lint static check clean FORCE \
+	fuzz-build fuzz fuzz-ci
 
 # A venv made with another interpreter than $(PYTHON) is made again, from scratch.
 VENV_PYTHON := build/venv-python
@@ -82,6 +83,31 @@ static: venv
 # Before a commit: lint, types and the tests needing no Spark, broker or long run
 check: static
 	$(BIN)/python -m pytest -m "not spark and not broker and not slow"
+
+# Coverage-guided fuzzing (fuzz/README.md). fuzz-build: the compiled modules again with clang,
+# ASan, UBSan and libFuzzer's coverage, in build/fuzz/src (the normal build is untouched), and
+# atheris (pyproject's fuzz extra). fuzz: one session of TARGET for SECONDS from its kept
+# corpus, which it then minimizes with what was found. fuzz-ci: every target briefly from its
+# corpus on the normal build (the sanitizer build takes longer than CI allows), nothing kept.
+FUZZ_TARGETS := decoder capture_reader reassembly flow websocket tls masker
+SECONDS ?= 600
+FUZZ_CI_SECONDS ?= 20
+ATHERIS := $(BIN)/python -c "import atheris" 2>/dev/null || $(BIN)/pip install -q atheris==3.0.0
+
+fuzz-build: venv
+	@bash scripts/install-system-deps.sh fuzz
+	@$(ATHERIS)
+	fuzz/build.sh
+
+fuzz: fuzz-build
+	@test -n "$(TARGET)" || { echo "usage: make fuzz TARGET=decoder SECONDS=600" >&2; exit 2; }
+	fuzz/run.sh $(TARGET) $(SECONDS)
+
+fuzz-ci: venv
+	@$(ATHERIS)
+	@for target in $(FUZZ_TARGETS); do \
+		PLAIN=1 KEEP=0 fuzz/run.sh $$target $(FUZZ_CI_SECONDS) || exit 1; \
+	done
 
 clean:
 	rm -rf work .pytest_cache

@@ -16,8 +16,9 @@ void *__sanitizer_internal_memset(void *to, int value, size_t size) {
     return memset(to, value, size);
 }
 
-/* -fsanitize=function: a call through a function pointer of another type than the function's
- * (the runtime's handler lives in its C++ part, which atheris does not ship with ASan). */
+/* -fsanitize=function (off in fuzz/build.sh, as Cython's vtable calls trip it): a call through
+ * a function pointer of another type than the function's (the runtime's handler lives in its
+ * C++ part, which atheris does not ship with ASan). */
 void __ubsan_handle_function_type_mismatch_abort(void *data, void *function) {
     (void)data;
     fprintf(stderr, "runtime error: call to function %p through a pointer of another type\n",

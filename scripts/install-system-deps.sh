@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install the Debian packages the stomp-lake tests need (brokers, capture tools, Java).
 # Idempotent: installs only what is missing. Needs root when something is missing.
-# Usage: scripts/install-system-deps.sh [all|java]   (Debian 12 "bookworm" or later)
-#   all (default): everything the tests need; java: only Java, all `make demo` needs.
+# Usage: scripts/install-system-deps.sh [all|java|fuzz]   (Debian 12 "bookworm" or later)
+#   all (default): everything the tests need; java: only Java, all `make demo` needs;
+#   fuzz: only clang, for the sanitizer build of `make fuzz-build`.
 set -euo pipefail
 
 # ---- package lists: add packages here ------------------------------------------------
@@ -20,6 +21,9 @@ JAVA_PACKAGE=openjdk-17-jre-headless
 # The distribution's Python with venv and headers: `make` builds the venv with it, the faster
 # interpreter (scripts/pick-python.sh); without them it takes the first python3 on the PATH.
 PYTHON_PACKAGES=(python3-venv python3-dev)
+# clang for the sanitizer build of the compiled modules (`make fuzz-build`, fuzz/build.sh);
+# only with the `fuzz` argument. libFuzzer and the sanitizer runtimes come with atheris.
+FUZZ_PACKAGES=(clang-19)
 # ---------------------------------------------------------------------------------------
 
 # Answer to wireshark-common's "should non-superusers be able to capture packets?".
@@ -33,15 +37,19 @@ is_installed() {
 
 scope="${1:-all}"
 case "$scope" in
-all | java) ;;
+all | java | fuzz) ;;
 *)
-    echo "usage: $0 [all|java]" >&2
+    echo "usage: $0 [all|java|fuzz]" >&2
     exit 2
     ;;
 esac
 
 missing=()
-if ! command -v java >/dev/null 2>&1; then
+if [[ "$scope" == fuzz ]]; then
+    for package in "${FUZZ_PACKAGES[@]}"; do
+        is_installed "$package" || missing+=("$package")
+    done
+elif ! command -v java >/dev/null 2>&1; then
     missing+=("$JAVA_PACKAGE")
 fi
 if [[ "$scope" == all ]]; then

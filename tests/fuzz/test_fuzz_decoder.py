@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz import fuzz_decoder as target
+from fuzz import harness
 
 
 def test_seeds_pass() -> None:
     for seed in target.seeds():
         target.check(seed)
+
+
+@pytest.mark.parametrize("path", harness.regressions(target), ids=lambda path: path.name)
+def test_inputs_that_once_failed(path: Path) -> None:
+    target.check(path.read_bytes())
 
 
 @settings(
