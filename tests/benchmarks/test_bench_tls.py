@@ -25,4 +25,7 @@ def test_benchmark_runs_on_a_little_traffic(tmp_path: Path) -> None:
     )
     assert set(report["cost_vs_tcp"]) == set(report["paths"]) - {"tcp"}
     assert report["target_cost_vs_tcp"] == 1.3
-    assert "| TCP (baseline) |" in (tmp_path / "tls.md").read_text()
+    assert set(report["flow_pass"]) == set(report["paths"])
+    assert set(report["flow_pass_cost_vs_tcp"]) == set(report["cost_vs_tcp"])
+    markdown = (tmp_path / "tls.md").read_text()
+    assert "| TCP (baseline) |" in markdown and "The flow pass" in markdown
