@@ -2,10 +2,15 @@
 
     python -m fuzz.fuzz_decoder --seconds 600                 # atheris when installed
     python -m fuzz.fuzz_decoder --seconds 600 --engine hypothesis
+    python -m fuzz.fuzz_decoder --corpus NEW --also KEPT       # atheris, from a kept corpus
+    python -m fuzz.fuzz_decoder --merge --corpus OUT --also KEPT --also NEW   # minimize
+    python -m fuzz.fuzz_decoder -runs=100 DIR                  # libFuzzer's own arguments
+
+(fuzz/run.sh runs a session of a target this way on the sanitizer build.)
 
 A target is a module with ``check(data: bytes) -> None`` (raises on a broken invariant),
 ``seeds() -> list[bytes]`` (real inputs to start from) and ``strategy()`` (hypothesis bytes).
-atheris (coverage-guided, libFuzzer) starts from the seeds and mutates, stops a run whose RSS
+atheris (coverage-guided, libFuzzer) starts from the seeds and the corpora, stops a run whose RSS
 passes the limit, and ends with libFuzzer's own statistics (runs, peak RSS). The hypothesis
 engine draws from ``strategy()``, which mixes mutated seeds and structured inputs, and ends with
 one JSON line: seconds, inputs tried, peak RSS, and RSS after the first tenth of the run and at

@@ -22,6 +22,11 @@ log="$work/session-$(date -u +%Y%m%dT%H%M%SZ).log"
 
 if [[ -z "${PLAIN:-}" && -d build/fuzz/src/pipeline ]]; then
     build=sanitizer
+    # the sources as they are now (an edited compiled module is built again)
+    flock build/fuzz/build.lock fuzz/build.sh > "$work/build.log" 2>&1 || {
+        echo "fuzz/run.sh: the sanitizer build failed (log: $work/build.log)" >&2
+        exit 1
+    }
     cd build/fuzz/src
     atheris_dir="$("$PYTHON" -c 'import atheris; print(atheris.path())')"
     # ASan and UBSan's runtime with libFuzzer in it, ahead of everything (atheris' documented
@@ -48,7 +53,7 @@ new=$(find "$work/new" -type f | wc -l)
 crashes=$(grep -c -E "^==[0-9]+==ERROR|runtime error:|Uncaught Python exception" "$log" || true)
 
 if [[ "${KEEP:-1}" != 0 ]]; then
-    "$PYTHON" -m "$module" --engine atheris --merge --corpus "$work/merged" \
+    "$PYTHON" -m "$module" --engine atheris --merge --rss-limit-mb 3072 --corpus "$work/merged" \
         --also "$kept" --also "$work/new" > "$log.merge" 2>&1 || {
         echo "fuzz/run.sh: merge failed (log: $log.merge); kept corpus unchanged" >&2
         exit 1
