@@ -113,14 +113,25 @@ def batch_checks(counts: Mapping[str, Any]) -> str:
     resolved to their delivery. ``acks_total`` counts the acks that could resolve: those naming
     nothing on a connection that gave MESSAGEs up (anomaly ``ack_unmatched_after_overflow``: a
     lagging consumer) are left out."""
-    per_table = "\n    UNION ALL ".join(
-        f"SELECT {position} AS position, '{t}' AS table_name, count(*) AS table_rows, "
-        f"CAST({_literal(_counter(counts.get(t)))} AS BIGINT) AS run_counter FROM {{{t}}}"
+    # The rows of every table counted in one aggregate (one shuffle on Spark, not one a table);
+    # a table with no row is still listed, by the left join.
+    listed = "\n    UNION ALL ".join(
+        f"SELECT {position} AS position, '{t}' AS table_name, "
+        f"CAST({_literal(_counter(counts.get(t)))} AS BIGINT) AS run_counter"
         for position, t in enumerate(schemas.TABLES)
     )
+    every_row = "\n        UNION ALL ".join(
+        f"SELECT '{t}' AS table_name FROM {{{t}}}" for t in schemas.TABLES
+    )
     return f"""
-WITH per_table AS (
-    {per_table}
+WITH listed AS (
+    {listed}
+),
+counted AS (
+    SELECT table_name, count(*) AS table_rows FROM (
+        {every_row}
+    ) every_row
+    GROUP BY table_name
 ),
 acks_ AS (
     SELECT count(*) AS total, sum(CAST(delivered_at_ns IS NOT NULL AS BIGINT)) AS resolved
@@ -135,12 +146,14 @@ could_resolve AS (
     FROM acks_ CROSS JOIN unresolvable
 )
 SELECT p.table_name AS table,
-       p.table_rows,
+       CAST(coalesce(n.table_rows, 0) AS BIGINT) AS table_rows,
        p.run_counter,
        CASE WHEN p.table_name = 'acks' THEN c.total END AS acks_total,
        CASE WHEN p.table_name = 'acks' AND c.total <> 0
             THEN CAST(c.resolved AS DOUBLE) / CAST(c.total AS DOUBLE) END AS resolved_share
-FROM per_table p CROSS JOIN could_resolve c
+FROM listed p
+LEFT JOIN counted n ON p.table_name = n.table_name
+CROSS JOIN could_resolve c
 ORDER BY p.position
 """
 
