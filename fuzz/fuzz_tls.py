@@ -30,7 +30,9 @@ from pipeline.tls.keylog import KeyLog
 from pipeline.tls.records import HEADER_LENGTH, MAX_FRAGMENT
 from pipeline.tls.session import Plaintext, TlsAnomaly, TlsSession
 
-KINDS = frozenset({tls.TLS_BAD_RECORD, tls.TLS_NOT_TLS, tls.TLS_GAP, tls.TLS_BAD_HANDSHAKE})
+KINDS = frozenset(
+    {tls.TLS_BAD_RECORD, tls.TLS_NOT_TLS, tls.TLS_GAP, tls.TLS_BAD_HANDSHAKE, tls.TLS_NO_KEYS}
+)
 REASONS = frozenset(
     {None, tls.NO_KEYS, tls.UNSUPPORTED_CIPHER, tls.BAD_RECORD_MAC, tls.HANDSHAKE_NOT_SEEN}
 )

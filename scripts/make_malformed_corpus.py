@@ -374,7 +374,7 @@ def tls_client_hello() -> bytes:
 
 def tls_on_broker_port() -> tuple[bytes, Expected]:
     return _not_stomp(10, tls_client_hello(), b""), [
-        {"source": "stomp", "kind": "unknown_command", "file_offset": None}
+        {"source": "tls", "kind": "tls_no_keys", "file_offset": None}
     ]
 
 

@@ -57,6 +57,7 @@ TLS_BAD_RECORD = "tls_bad_record_mac"
 TLS_NOT_TLS = "tls_not_a_record"
 TLS_GAP = "tls_gap"
 TLS_BAD_HANDSHAKE = "tls_bad_handshake"
+TLS_NO_KEYS = "tls_no_keys"  # at the ClientHello: the key logs have no secrets for its random
 
 # Records that fail in a row before a direction gives up: one damaged record is skipped (the
 # next is tried under the sequence numbers it may have), wrong keys are not retried forever.
@@ -278,6 +279,11 @@ class TlsSession:
             try:
                 if message.msg_type == CLIENT_HELLO and direction is Direction.C2S:
                     hello = parse_client_hello(message.body)
+                    if self._random is None and self._keys(hello.random) is None:
+                        detail = "no secrets for this ClientHello's random in the key logs"
+                        events.append(
+                            TlsAnomaly(direction, ts_ns, record.tcp_offset, TLS_NO_KEYS, detail)
+                        )
                     self._random = hello.random
                     self.facts.server_name = hello.server_name
                 elif message.msg_type == SERVER_HELLO and direction is Direction.S2C:

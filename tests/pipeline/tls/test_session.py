@@ -15,6 +15,7 @@ from pipeline.tls.session import (
     NO_KEYS,
     TLS_BAD_RECORD,
     TLS_GAP,
+    TLS_NO_KEYS,
     TLS_NOT_TLS,
     Plaintext,
     TlsAnomaly,
@@ -115,8 +116,9 @@ def test_a_key_update_renews_the_keys(tmp_path: Path) -> None:
 def test_without_keys_nothing_is_decrypted_and_the_reason_is_no_keys(tmp_path: Path) -> None:
     talk = converse(tmp_path, exchanges=EXCHANGES)
     session, plain, anomalies = replay(talk, KeyLog())
-    assert plain == {C2S: b"", S2C: b""} and anomalies == []
-    assert session.facts.version == "TLS 1.3" and session.facts.server_name == "broker.test"
+    assert plain == {C2S: b"", S2C: b""} and [a.kind for a in anomalies] == [TLS_NO_KEYS]
+    assert anomalies[0].tcp_offset == 0 and session.facts.version == "TLS 1.3"
+    assert session.facts.server_name == "broker.test"
     assert not session.facts.decrypted and session.facts.not_decrypted_reason == NO_KEYS
 
 
