@@ -14,8 +14,12 @@ whose name could be read as ``passcode``. It errs on the side of masking, as bro
 - header name: escapes decoded (``\\c`` ``\\\\`` ``\\n`` ``\\r`` ``\\t``, and ``\\x`` read as
   ``x``), whitespace anywhere dropped (STOMP 1.0 servers trim), any case, and any name that
   contains ``passcode``; a name longer than MAX_NAME bytes is masked too;
-- value: everything after the first colon up to LF (a CR before the LF is kept unless it is
-  the last byte of a chunk: then it is masked, as it may belong to the value).
+- value: everything after the first colon up to LF but NULs (a CR before the LF is kept unless
+  it is the last byte of a chunk: then it is masked, as it may belong to the value).
+
+A NUL before a frame's blank line ends the frame there, as the lake's decoder reads it, so what
+follows is framed as a new frame. Brokers that read the NUL as an ordinary byte see the same
+frame go on, so the frame after such a NUL counts as CONNECT when the one it cut was.
 
 A stream that opens with ``GET `` (a WebSocket upgrade) has the request target's credential
 parameters masked as well (`RequestTargetMasker`): the value of every query or fragment
@@ -42,6 +46,7 @@ _ESCAPED = {b"c": b":", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"\\": b"\\"}
 _WHITESPACE = re.compile(rb"\s+")
 _NOT_LETTER = re.compile(r"[^a-z]")
 _REQUEST_METHOD = b"GET "
+_MASK_ALL_BUT_NUL = bytes([0] + [FILLER] * 255)
 MAX_REQUEST_LINE = 64 * 1024  # as the lake bounds an upgrade's head
 
 
@@ -138,6 +143,9 @@ class PasscodeMasker:
         "_content_length",
         "_remaining",
         "_request",
+        "_inherited",
+        "_nul_in_value",
+        "_after_nul",
         "masked",
     )
 
@@ -145,6 +153,9 @@ class PasscodeMasker:
         self._state = State.BETWEEN
         self._text = bytearray()  # command line, header name or content-length value so far
         self._connect = False  # the current frame is CONNECT/STOMP
+        self._inherited = False  # the next frame counts as CONNECT: a NUL cut one short
+        self._nul_in_value = False  # the passcode value being masked has a NUL
+        self._after_nul = False  # ... and something but CR after its last NUL
         self._content_length: int | None = None
         self._remaining = 0
         self._request: RequestTargetMasker | None = RequestTargetMasker()
@@ -177,17 +188,43 @@ class PasscodeMasker:
                 if end > pos:
                     if buf is None:
                         buf = bytearray(data)
-                    buf[pos:end] = bytes([FILLER]) * (end - pos)
+                    self._mask_value(data, buf, pos, end)
                 if eol < 0:
                     return [(ts_ns, bytes(buf) if buf is not None else data)]
                 pos = eol + 1
-                self._start_name()
+                self._end_masked_value()
             else:
                 pos = self._step(state, data, pos, size)
         return [(ts_ns, bytes(buf) if buf is not None else data)]
 
     def flush(self) -> list[tuple[int, bytes]]:
         return []
+
+    def _mask_value(self, data: bytes, buf: bytearray, start: int, end: int) -> None:
+        """Mask ``data[start:end]`` of a passcode value into ``buf``, NULs kept: a NUL ends the
+        frame for the lake's decoder, and the rest of the line (masked too) starts a new one."""
+        nul = data.rfind(b"\0", start, end)
+        if nul < 0:
+            buf[start:end] = bytes([FILLER]) * (end - start)
+            if self._nul_in_value and data[start:end].strip(b"\r"):
+                self._after_nul = True
+            return
+        buf[start:end] = data[start:end].translate(_MASK_ALL_BUT_NUL)
+        self._nul_in_value = True
+        self._after_nul = bool(data[nul + 1 : end].strip(b"\r"))
+        self._content_length = None  # the new frame's headers start after the NUL
+
+    def _end_masked_value(self) -> None:
+        if self._nul_in_value and not self._after_nul:
+            self._end_early(True)  # the line ended at the NUL: what follows is between frames
+        else:
+            self._start_name()  # a new frame's command line after a NUL: its headers follow
+        self._nul_in_value = self._after_nul = False
+
+    def _end_early(self, connect: bool) -> None:
+        """A NUL ended the frame before its blank line."""
+        self._state = State.BETWEEN
+        self._inherited = connect
 
     def _start_name(self) -> None:
         self._state = State.NAME
@@ -206,18 +243,30 @@ class PasscodeMasker:
         if state is State.COMMAND:
             eol = data.find(b"\n", pos)
             end = size if eol < 0 else eol
+            nul = data.find(b"\0", pos, end)
+            if nul >= 0:
+                end = eol = nul
             if len(self._text) < MAX_COMMAND:
                 self._text += data[pos : min(end, pos + MAX_COMMAND)]
             if eol < 0:
                 return size
-            self._connect = is_connect_command(self._text)
-            self._start_name()
+            connect = self._inherited or is_connect_command(self._text)
+            self._inherited = False
+            if nul >= 0:
+                self._end_early(connect)
+            else:
+                self._connect = connect
+                self._start_name()
             return eol + 1
         if state is State.NAME:
             return self._name(data, pos, size)
         if state in (State.VALUE, State.LENGTH_VALUE):
             eol = data.find(b"\n", pos)
             end = size if eol < 0 else eol
+            nul = data.find(b"\0", pos, end)
+            if nul >= 0:
+                self._end_early(self._connect)
+                return nul + 1
             if state is State.LENGTH_VALUE and len(self._text) < 32:
                 self._text += data[pos:end]
             if eol < 0:
@@ -275,5 +324,5 @@ class PasscodeMasker:
             else:
                 self._state = State.BODY_NUL
         else:  # NUL: the frame ends without a body
-            self._state = State.BETWEEN
+            self._end_early(self._connect)
         return end + 1

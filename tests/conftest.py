@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "samples"
-# every capture file the repository holds: samples, real and malformed test captures, the
-# capture reader's fuzz regressions (the compiled-vs-pure tests run them all)
-REPO_CAPTURES = sorted(
-    path
-    for folder in ("samples", "tests/data", "fuzz/regressions")
-    for path in (REPO / folder).rglob("*")
-    if path.suffix in (".pcap", ".pcapng")
-)
-DATA = REPO / "tests" / "data"
 
 
 @pytest.fixture(scope="session")

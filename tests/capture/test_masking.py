@@ -109,6 +109,31 @@ def test_an_unfinished_connect_is_masked_as_it_comes() -> None:
     assert out == [(0, cut[:40]), (1, cut[40:].replace(b"s3", b"**"))]
 
 
+@pytest.mark.parametrize(
+    "before",
+    [b"\x01\0", b"SEND\0", b"SEND\nx:y\0", b"SEND\nx\0", b"SEND\ncontent-length:1\0"],
+    ids=["command", "after-command", "value", "name", "content-length"],
+)
+def test_a_nul_before_the_blank_line_ends_the_frame(before: bytes) -> None:
+    stream = before + CONNECT
+    assert _masked(stream) == stream.replace(b"s3cr\\ct", b"*******")
+    assert b"s3" not in _masked(stream, 1)  # a CR ending a chunk in the value is masked too
+
+
+def test_the_frame_after_a_nul_that_cut_a_connect_counts_as_connect() -> None:
+    # a broker keeping the NUL reads one CONNECT frame; the lake's decoder reads two frames
+    for head in (b"CONNECT\nlogin:a\0", b"CONNECT\0", b"CONNECT\nx\0y\0"):
+        stream = head + b"z\npasscode:secret\n\n\0"
+        assert _masked(stream) == stream.replace(b"secret", b"******")
+
+
+def test_a_passcode_value_is_masked_to_its_line_end_with_its_nuls_kept() -> None:
+    stream = b"CONNECT\npasscode:ab\0secret\r\npasscode:2nd\n\n\0"
+    masked = b"CONNECT\npasscode:**\0******\r\npasscode:***\n\n\0"
+    assert _masked(stream) == masked
+    assert _masked(stream, 1).replace(b"*\n", b"\r\n", 1) == masked  # the CR ended a chunk
+
+
 def test_a_very_long_header_name_has_its_value_masked() -> None:
     frame = b"CONNECT\n" + b"n" * 2000 + b":value\n\n\0"
     assert _masked(frame, 300) == frame.replace(b"value", b"*****")

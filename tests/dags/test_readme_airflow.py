@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
 from tests.dags.airflow_runner import airflow_env
+from tests.support.paths import REPO
 
 README = REPO / "README.md"
 SECTION = "## Airflow"

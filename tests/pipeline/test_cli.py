@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.paths import REPO
 
 STOMP_LAKE = Path(sys.executable).parent / "stomp-lake"
 NO_SPARK_S = 15  # an answer before the JVM could even have started

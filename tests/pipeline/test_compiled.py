@@ -29,7 +29,7 @@ from pipeline.ingest.scan import new_scanner
 from pipeline.session import streams
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from pipeline.stomp import speedups
-from tests.conftest import REPO, REPO_CAPTURES
+from tests.support.paths import REPO, REPO_CAPTURES
 
 
 def test_every_compiled_part_is_built() -> None:

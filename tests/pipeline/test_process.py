@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLES
+from tests.support.paths import REPO, SAMPLES
 
 PYTHON = sys.executable
 BIN = Path(sys.executable).parent

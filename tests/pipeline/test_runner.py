@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.runner import InputError, RunConfig, check_inputs, sniff_captures
 from pipeline.spark.session import SparkSettings
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 from tests.support.scripts import run_script
 
 SAMPLE = sorted(SAMPLES.glob("*.pcap*"))[0]

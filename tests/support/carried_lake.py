@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.lake.layout import Lake
 from pipeline.runner import RunConfig, run
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 CAPTURE = SAMPLES / "activemq-heartbeat-v10.pcap"
 

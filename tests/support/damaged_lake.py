@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.lake.layout import DELTA_LOG, LEDGER, Lake
-from tests.conftest import REPO, SAMPLES
 from tests.pipeline.audit.sample_lake import shared_sample_lake
+from tests.support.paths import REPO, SAMPLES
 
 
 def lake_copy(tmp_path_factory: pytest.TempPathFactory, target: Path) -> Lake:

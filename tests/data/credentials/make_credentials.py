@@ -17,8 +17,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from tests.pipeline.websocket.wire import raw_frame  # noqa: E402
 from tests.support import pcapgen as g  # noqa: E402
+from tests.support.websocket_wire import raw_frame  # noqa: E402
 
 SERVER = ("10.9.0.1", 61613)
 WEB_STOMP = ("10.9.0.1", 15674)

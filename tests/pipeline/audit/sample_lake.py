@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.lake import Lake
 from pipeline.runner import RunConfig, run
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 RECORDS = sorted(SAMPLES.glob("*.expected.json"))
 

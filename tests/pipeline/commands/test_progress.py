@@ -18,7 +18,7 @@ from pipeline.commands.progress import PREFIX, RunProgress
 from pipeline.runner import RunConfig, RunResult, run
 from pipeline.spark.task_counters import human_bytes, human_count
 from pipeline.validation.suites import SUITE_NAMES
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 SAMPLE = SAMPLES / "activemq-queues-acks.pcap"
 

@@ -19,8 +19,8 @@ from pipeline.stomp import encode_frame
 from pipeline.validation.gate import ValidationFailed
 from pipeline.validation.quarantine import BatchQuarantined, list_quarantined
 from pipeline.validation.suites import SUITES_DIR_VARIABLE
-from tests.conftest import SAMPLES
 from tests.support.damaged_lake import garble_batch_counter
+from tests.support.paths import SAMPLES
 from tests.support.pcapgen import DEFAULT_START_NS, Chunk, Conversation, generate, write_pcap
 
 pytestmark = pytest.mark.spark

@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.lake import Lake, list_tables, read_table
 from pipeline.runner import RunConfig, discover, run
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 pytestmark = pytest.mark.spark
 

@@ -21,7 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 from pipeline.lake.layout import LEDGER
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 pytestmark = pytest.mark.spark
 

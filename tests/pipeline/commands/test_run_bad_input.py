@@ -26,7 +26,7 @@ from deltalake import DeltaTable
 import schemas
 from pipeline.lake import Lake
 from pipeline.runner import RunConfig, run
-from tests.conftest import DATA, REPO, SAMPLES
+from tests.support.paths import DATA, REPO, SAMPLES
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLES
+from tests.support.paths import REPO, SAMPLES
 
 
 def _run(lake: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:

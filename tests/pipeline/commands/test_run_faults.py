@@ -31,7 +31,7 @@ from deltalake import DeltaTable
 
 from pipeline.lake.failpoints import KILL_AT_ENV, parse_kill_at
 from pipeline.lake.layout import DELTA_LOG, LEDGER, STAGING
-from tests.conftest import REPO, SAMPLES
+from tests.support.paths import REPO, SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

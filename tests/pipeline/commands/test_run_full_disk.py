@@ -24,7 +24,7 @@ from deltalake import DeltaTable
 import schemas
 from pipeline.lake.failpoints import PAUSE_AT_ENV, PAUSE_DIR_ENV
 from pipeline.lake.layout import LEDGER
-from tests.conftest import REPO, SAMPLES
+from tests.support.paths import REPO, SAMPLES
 from tests.support.tmpfs import fill, mounted_tmpfs
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

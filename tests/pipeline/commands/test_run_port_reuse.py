@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from tests.conftest import REPO
 from tests.support import pcapgen as g
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.validation.suites import SUITES_DIR_VARIABLE
-from tests.conftest import DATA, REPO
+from tests.support.paths import DATA, REPO
 
 pytestmark = pytest.mark.spark
 

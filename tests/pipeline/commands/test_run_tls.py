@@ -15,9 +15,9 @@ import pytest
 from deltalake import DeltaTable
 
 from pipeline.net import Direction
-from tests.conftest import REPO
-from tests.pipeline.websocket.wire import Side, request, response
+from tests.support.paths import REPO
 from tests.support.tls_pair import Conversation, converse, write_capture
+from tests.support.websocket_wire import Side, request, response
 
 pytestmark = pytest.mark.spark
 STOMP_LAKE = REPO / ".venv" / "bin" / "stomp-lake"

@@ -12,8 +12,8 @@ from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.ingest import CaptureReader
 from pipeline.ingest.scan import new_scanner
 from pipeline.spark.captures import packets_by_flow, read_paths
-from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
+from tests.support.paths import REPO, REPO_CAPTURES
 
 
 def test_the_install_builds_it() -> None:

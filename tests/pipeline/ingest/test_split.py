@@ -11,8 +11,8 @@ from pipeline.ingest.reader import CaptureReader
 from pipeline.ingest.records import CaptureStats, TcpPacket
 from pipeline.ingest.scan import compiled_walks
 from pipeline.ingest.split import CaptureSplit, split_capture
-from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
+from tests.support.paths import REPO, REPO_CAPTURES
 
 
 def capture() -> g.SyntheticCapture:

@@ -14,9 +14,9 @@ import pytest
 
 from pipeline.audit.views import TimeWindow, register_views
 from pipeline.report import ReportInfo, build_report
-from tests.conftest import REPO
 from tests.pipeline.audit.sample_lake import connections, shared_sample_lake
 from tests.pipeline.report.headless_chromium import find_browser, headless_chromium
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.spark
 

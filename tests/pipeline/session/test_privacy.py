@@ -22,7 +22,7 @@ from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from pipeline.websocket import Transport, apply
 from tests.pipeline.session.conversation import Conversation, only
-from tests.pipeline.websocket.wire import Side, request, response
+from tests.support.websocket_wire import Side, request, response
 
 SECRET = "s3cret-pass"
 

@@ -21,7 +21,7 @@ from pipeline.spark.captures import (
     split_groups,
 )
 from pipeline.spark.pieces import flow_key, key_ends, unpack
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 MALFORMED = Path(__file__).parents[2] / "data" / "malformed"
 

@@ -16,7 +16,7 @@ import pytest
 import schemas
 from pipeline.commands.run import RunConfig, run
 from pipeline.lake import Lake, read_table
-from tests.conftest import REPO, SAMPLES
+from tests.support.paths import REPO, SAMPLES
 from tests.support.spark_cluster import standalone_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -43,8 +43,8 @@ from pipeline.spark.flows import (
 from pipeline.spark.placement import ranges
 from pipeline.spark.summary import capture_summary, flow_output
 from pipeline.spark.table_files import TableFileWriter, file_schema
-from tests.conftest import REPO, REPO_CAPTURES
 from tests.support import pcapgen as g
+from tests.support.paths import REPO, REPO_CAPTURES
 from tests.support.split_capture import scatter, split_by_time
 
 pytestmark = pytest.mark.spark

@@ -22,9 +22,9 @@ from pipeline.session.rows import TableRow
 from pipeline.spark.captures import read_split
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.packet_loop import feed_packets, packet_loop
-from tests.conftest import REPO, REPO_CAPTURES
 from tests.pipeline.spark.test_flows import CASES, SPARSE, Case
 from tests.support import pcapgen as g
+from tests.support.paths import REPO, REPO_CAPTURES
 
 CALLS = ("bare_ack", "takes_bare_ack", "in_order_position", "data_run", "packet")
 

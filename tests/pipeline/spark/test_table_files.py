@@ -27,8 +27,8 @@ from pipeline.spark.table_files import (
     statistics_columns,
     write_table_rows,
 )
-from tests.conftest import REPO, REPO_CAPTURES
 from tests.pipeline.spark.test_packet_loop import _pieces
+from tests.support.paths import REPO, REPO_CAPTURES
 
 
 def _anomaly(day: int, index: int) -> dict:

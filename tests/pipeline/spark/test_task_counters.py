@@ -13,7 +13,7 @@ from pipeline.spark.captures import packets_frame
 from pipeline.spark.flows import FlowPassConfig, flow_pass
 from pipeline.spark.summary import capture_summary, flow_output
 from pipeline.spark.task_counters import TaskCounters, human_bytes, human_count
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 SAMPLE_FILES = [
     SAMPLES / "activemq-queues-acks.pcap",  # pcap

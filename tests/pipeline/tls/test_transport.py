@@ -14,8 +14,8 @@ from pipeline.tls.records import APPLICATION_DATA
 from pipeline.tls.session import NO_KEYS, TlsFacts
 from pipeline.tls.transport import TlsTransport, looks_like_tls, starts_tls
 from pipeline.websocket.events import HandshakeSeen, StompData, Violation
-from tests.pipeline.websocket.wire import Side, request, response
 from tests.support.tls_pair import Conversation, converse
+from tests.support.websocket_wire import Side, request, response
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.runner import SparkStart
 from pipeline.validation.preload import THREAD_NAME
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 from tests.support.scripts import run_script
 
 SPARK_START = """

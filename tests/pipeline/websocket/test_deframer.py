@@ -10,7 +10,7 @@ from pipeline.websocket import violations as v
 from pipeline.websocket.deframer import Deframer, unmask, valid_close_code
 from pipeline.websocket.events import Control, StompData, StompGap, Violation
 from pipeline.websocket.handshake import Deflate
-from tests.pipeline.websocket.wire import Side, client_raw, deflate_extension, raw_frame
+from tests.support.websocket_wire import Side, client_raw, deflate_extension, raw_frame
 
 STOMP = b"SEND\ndestination:/queue/a\ncontent-length:5\n\nhello\x00\n"
 

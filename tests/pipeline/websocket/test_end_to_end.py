@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from tests.conftest import REPO
 from tests.pipeline.websocket.replay import replay
 from tests.pipeline.websocket.test_real_captures import RECORD, WEB_STOMP
 from tests.support import pcapgen as g
+from tests.support.paths import REPO
 
 pytestmark = pytest.mark.spark
 STOMP_LAKE = REPO / ".venv" / "bin" / "stomp-lake"

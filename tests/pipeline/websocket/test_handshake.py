@@ -10,7 +10,7 @@ from pipeline.websocket.handshake import (
     parse_head,
     status_of,
 )
-from tests.pipeline.websocket.wire import request, response
+from tests.support.websocket_wire import request, response
 
 
 @pytest.mark.parametrize("cut", [1, 3, 4, 20, 100])

@@ -8,7 +8,7 @@ from pipeline.session.frame_rows import TableRows
 from pipeline.stomp import encode_frame
 from pipeline.websocket import Transport, apply
 from schemas import TABLES, load
-from tests.pipeline.websocket.wire import Side, deflate_extension, request, response
+from tests.support.websocket_wire import Side, deflate_extension, request, response
 
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000

@@ -15,7 +15,7 @@ from pipeline.websocket.events import (
     Violation,
 )
 from pipeline.websocket.transport import IGNORED, OPEN, TCP, Transport
-from tests.pipeline.websocket.wire import Side, client_raw, deflate_extension, request, response
+from tests.support.websocket_wire import Side, client_raw, deflate_extension, request, response
 
 CONNECT = b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"
 CONNECTED = b"CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\x00\n"
