@@ -571,7 +571,8 @@ def proxy_hard_limit() -> int:
 def captured_connections(folder: Path, sent: dict[int, int]) -> tuple[int, bool]:
     """Connections in the capture files of ``folder`` (the pipeline's reader and reassembly),
     and whether each client's connection holds the bytes it sent, each way."""
-    from pipeline.reassembly import Data, LocalReassembly, Opened, Segment
+    from pipeline.reassembly import Data, Opened, Segment
+    from tests.support.local_reassembly import LocalReassembly
 
     by_id: dict[str, int] = {}
     sizes: dict[tuple[int, bool], int] = {}

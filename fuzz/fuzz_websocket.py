@@ -170,8 +170,9 @@ def check(data: bytes) -> None:
 
 def _capture_streams() -> list[tuple[bool, bytes]]:
     """Each direction of each real WebSocket connection, after its HTTP head."""
-    from pipeline.reassembly import Data, LocalReassembly, Segment
+    from pipeline.reassembly import Data, Segment
     from pipeline.websocket.handshake import head_end
+    from tests.support.local_reassembly import LocalReassembly
 
     streams: dict[tuple[str, bool], bytearray] = {}
     for path in sorted(DATA.glob("*.pcap")):

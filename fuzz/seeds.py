@@ -6,7 +6,8 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from pipeline.reassembly import Data, LocalReassembly, Segment
+from pipeline.reassembly import Data, Segment
+from tests.support.local_reassembly import LocalReassembly
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"

@@ -1,4 +1,4 @@
-"""TCP stream reassembly and connection tracking (sans-IO), plus a single-process driver.
+"""TCP stream reassembly and connection tracking (sans-IO).
 
 Public API:
     StreamReassembler(isn=None, *, max_pending_bytes=8 MiB, history_bytes=64 KiB)
@@ -9,7 +9,6 @@ Public API:
         .add(packet, payload) -> list[Opened | Segment | Closed]; .flush(); .swap_roles()
     canonical_key(packet)
     connection_id(ip_a, port_a, ip_b, port_b, first_ts_ns, opening_seq, ordinal)
-    LocalReassembly(paths, *, broker_ports=()) -> iterate ConnectionEvents
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from pipeline.reassembly.connections import (
     canonical_key,
     connection_id,
 )
-from pipeline.reassembly.local import LocalReassembly
 from pipeline.reassembly.stream import (
     Conflict,
     Data,
@@ -42,7 +40,6 @@ __all__ = [
     "ConnectionTracker",
     "Data",
     "Gap",
-    "LocalReassembly",
     "Opened",
     "Segment",
     "StreamEvent",

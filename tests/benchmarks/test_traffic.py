@@ -6,9 +6,10 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks.traffic import MSS, TrafficSpec, generate_files
-from pipeline.reassembly import Data, LocalReassembly, Segment
+from pipeline.reassembly import Data, Segment
 from pipeline.stomp import Decoder
 from pipeline.stomp.events import Frame, HeartBeat
+from tests.support.local_reassembly import LocalReassembly
 
 SPEC = TrafficSpec(total_bytes=600_000, connections=12, concurrent=5, files=3, seed=4)
 

@@ -16,7 +16,8 @@ from capture.config import ClientTls, HostPort, ListenerConfig, ProxyConfig, Ups
 from capture.proxy import CaptureProxy
 from capture.writer import CaptureWriter
 from pipeline.ingest import CaptureAnomaly, CaptureReader
-from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segment
+from pipeline.reassembly import Closed, Data, Gap, Opened, Segment
+from tests.support.local_reassembly import LocalReassembly
 
 LOOPBACK_ANY_PORT = HostPort("127.0.0.1", 0)
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

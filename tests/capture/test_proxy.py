@@ -15,7 +15,6 @@ from capture.proxy import CaptureProxy
 from capture.recorder import STILL_OPEN_COMMENT
 from pipeline.ingest import SYN, CaptureReader, TcpPacket
 from pipeline.reassembly import Data, Opened, Segment
-from pipeline.reassembly.local import LocalReassembly
 from tests.capture.harness import (
     proxied,
     read_all,
@@ -23,6 +22,7 @@ from tests.capture.harness import (
     serving,
 )
 from tests.support.brokers import free_port
+from tests.support.local_reassembly import LocalReassembly
 
 
 def test_ipv6_clients_are_recorded_with_their_address(

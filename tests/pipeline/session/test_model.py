@@ -569,7 +569,8 @@ def test_real_back_pressure_capture_has_no_beats_on_a_heart_beat_0_0_session() -
     import json
     from pathlib import Path
 
-    from pipeline.reassembly import Data, LocalReassembly, Segment
+    from pipeline.reassembly import Data, Segment
+    from tests.support.local_reassembly import LocalReassembly
 
     folder = Path(__file__).resolve().parents[2] / "data" / "captures"
     record = json.loads((folder / "rabbitmq-back-pressure.record.json").read_text())
@@ -606,7 +607,8 @@ def test_real_capture_with_a_trailing_lf_in_the_segment_after_its_nul() -> None:
     from pipeline.ingest.reader import CaptureReader
     from pipeline.ingest.records import TcpPacket
     from pipeline.net import flow_ends
-    from pipeline.reassembly import Data, LocalReassembly, Segment
+    from pipeline.reassembly import Data, Segment
+    from tests.support.local_reassembly import LocalReassembly
 
     folder = Path(__file__).resolve().parents[2] / "data" / "captures"
     pcap = folder / "rabbitmq-nul-lf-split.pcap"

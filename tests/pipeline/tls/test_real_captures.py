@@ -17,12 +17,13 @@ import pytest
 
 from pipeline.ingest.secrets import embedded_keylogs
 from pipeline.net import Direction
-from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segment
+from pipeline.reassembly import Closed, Data, Gap, Opened, Segment
 from pipeline.stomp import Decoder
 from pipeline.stomp.events import Frame, HeartBeat
 from pipeline.tls import KeyLog, Plaintext, TlsAnomaly, TlsFacts, TlsSession, read_keylogs
 from pipeline.tls.transport import TlsTransport
 from pipeline.websocket.events import StompData, Violation
+from tests.support.local_reassembly import LocalReassembly
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tls"
 

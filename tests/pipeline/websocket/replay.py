@@ -1,4 +1,4 @@
-"""Test helper: a real capture's reassembled streams (pipeline/reassembly/local.py, the
+"""Test helper: a real capture's reassembled streams (tests/support/local_reassembly.py, the
 single-process reference path) through the WebSocket transport into session models."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from collections import Counter
 from pathlib import Path
 
 from pipeline.net import Direction
-from pipeline.reassembly import Closed, Data, Gap, LocalReassembly, Opened, Segment
+from pipeline.reassembly import Closed, Data, Gap, Opened, Segment
 from pipeline.session import Endpoint, SessionModel
 from pipeline.session.rows import TableRow
 from pipeline.websocket import Transport, apply
 from schemas import TABLES
+from tests.support.local_reassembly import LocalReassembly
 
 Rows = dict[str, list[TableRow]]
 

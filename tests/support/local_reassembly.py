@@ -1,4 +1,5 @@
-"""Single-process reassembly of a set of capture files (reference path; Spark does the same).
+"""Test helper: single-process reassembly of a set of capture files (the flow pass does the
+same on Spark).
 
 Packets of all files are merged by capture time, so files may be listed in any order and a
 connection may span several of them.  Memory stays bounded: payloads are read from the mapped

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.reassembly.connections import Closed, Connection, Opened, Segment
-from pipeline.reassembly.local import LocalReassembly
 from pipeline.reassembly.stream import Conflict, Data, Gap
 from tests.support import pcapgen as g
+from tests.support.local_reassembly import LocalReassembly
+from tests.support.paths import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "captures"
+DATA = TEST_DATA / "captures"
 TSHARK = shutil.which("tshark")
 
 
