@@ -21,6 +21,7 @@ from typing import Literal
 
 import schemas
 from pipeline.errors import StompLakeError, UsageError
+from pipeline.inputs import discover
 from pipeline.lake import Lake, Ledger, lake_lock
 from pipeline.lake.batches import batch_sequence
 from pipeline.lake.commit import app_id_for, batch_committed, open_table
@@ -144,8 +145,6 @@ def retain_captures(
 ) -> Retention:
     """Delete or move capture files older than the retention, only once the ledger holds them
     (`keep`: only count them)."""
-    from pipeline.runner import discover  # the run's own listing; the runner imports much more
-
     if action == "move" and archive is None:
         raise UsageError("retain-captures: --action move needs --archive-dir")
     cutoff = now - older_than_days * SECONDS_PER_DAY

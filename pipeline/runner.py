@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import schemas
 from pipeline.errors import UsageError
-from pipeline.ingest.secrets import embedded_keylogs
-from pipeline.ingest.sniff import detect_format, unknown_format
+from pipeline.inputs import NOT_A_CAPTURE, STALE_PARTIAL, check_inputs, stale_partials, tls_keylog
 from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
 from pipeline.lake.failpoints import failpoint
 from pipeline.lake.fingerprint import FileFingerprint
@@ -39,7 +38,6 @@ from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
 from pipeline.spark.session import IMPORTED_BY_START, SparkSettings
-from pipeline.tls.keylog import KeyLog, read_keylogs
 from pipeline.validation import VALIDATION_ENGINES
 from pipeline.validation.preload import preloading
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
@@ -47,8 +45,6 @@ from pipeline.validation.suites import SUITE_NAMES
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp")
 
 
 @dataclass(slots=True)
@@ -81,110 +77,12 @@ class RunResult:
     validation: Any = None  # the gate's ValidationReport when the batch was validated
 
 
-def discover(inputs: Iterable[Path]) -> list[str]:
-    """Capture files under the inputs; files still being written (temp names) are left alone."""
-    found: list[str] = []
-    for path in inputs:
-        candidates = sorted(path.rglob("*")) if path.is_dir() else [path]
-        for candidate in candidates:
-            name = candidate.name
-            if name.startswith(".") or name.endswith(".partial") or not candidate.is_file():
-                continue
-            if path.is_dir() and not name.lower().endswith(CAPTURE_SUFFIXES):
-                continue
-            found.append(str(candidate.resolve()))
-    return found
-
-
-NOT_A_CAPTURE = "not a capture file"
-# A capture still being written ends in .partial and is touched at least every flush interval
-# (stomp-capture: 1 s); one untouched for this long was most likely left by a crash.
-PARTIAL_GRACE_SECONDS = 300.0
-STALE_PARTIAL = (
-    "unfinished capture (.partial) not written to for 5 minutes, left by a crash? "
-    "starting stomp-capture on its folder recovers it"
-)
-
-
-def stale_partials(
-    inputs: Iterable[Path], grace_s: float = PARTIAL_GRACE_SECONDS, now: float | None = None
-) -> list[str]:
-    """``.partial`` files under the inputs that nothing has written to for ``grace_s``: they are
-    never ingested as they are, so the run reports them instead of passing over them."""
-    now = time.time() if now is None else now
-    stale = []
-    for path in inputs:
-        candidates = sorted(path.rglob("*.partial")) if path.is_dir() else [path]
-        for candidate in candidates:
-            if not candidate.name.endswith(".partial") or not candidate.is_file():
-                continue
-            try:
-                idle = now - candidate.stat().st_mtime
-            except OSError:
-                continue
-            if idle > grace_s:
-                stale.append(str(candidate.resolve()))
-    return stale
-
-
-SNIFF_BYTES = 8
-
-
-class InputError(UsageError):
-    """The inputs name nothing to ingest: found before the lake is touched or Spark starts."""
-
-
-def sniff_captures(paths: Iterable[str]) -> tuple[list[str], dict[str, str]]:
-    """The files that start like a pcap or pcapng, and the others with the reason. A file that
-    cannot be read is left with the captures: the ledger scan reports it."""
-    captures: list[str] = []
-    others: dict[str, str] = {}
-    for path in paths:
-        try:
-            with open(path, "rb") as handle:
-                head = handle.read(SNIFF_BYTES)
-        except OSError:
-            captures.append(path)
-            continue
-        if detect_format(head, len(head)) == "unknown":
-            others[path] = unknown_format(head, len(head)).detail
-        else:
-            captures.append(path)
-    return captures, others
-
-
-def tls_keylog(paths: Iterable[Path], captures: Iterable[str]) -> KeyLog:
-    """The secrets of the key log files (or folders of them) given, and of the Decryption
-    Secrets Blocks the pcapng captures hold, read once for the run."""
-    keylog = read_keylogs(paths)
-    for capture in captures:
-        for text in embedded_keylogs(capture):
-            keylog.add_lines(text.splitlines())
-    return keylog
-
-
-def check_inputs(config: RunConfig) -> tuple[list[str], dict[str, str]]:
-    """The capture files to scan and the files that are not captures; InputError (exit 2) for a
-    missing input or inputs without one capture file, unless the run only closes carried
-    connections (`--open-connections close` over an empty folder, as maintenance does)."""
-    missing = [str(path) for path in (*config.inputs, *config.tls_keylogs) if not path.exists()]
-    if missing:
-        raise InputError(f"no such file or directory: {', '.join(missing)}")
-    captures, others = sniff_captures(discover(config.inputs))
-    if not captures and not config.close_open:
-        named = ", ".join(str(path) for path in config.inputs)
-        if others:
-            why = "; ".join(f"{path}: {reason}" for path, reason in others.items())
-            raise InputError(f"no capture files in {named} ({NOT_A_CAPTURE}: {why})")
-        suffixes = ", ".join(CAPTURE_SUFFIXES)
-        raise InputError(f"no capture files ({suffixes}) in {named}")
-    return captures, others
-
-
 def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult:
     started = time.monotonic()
     validates_on_duckdb(config)  # an unknown engine is refused before any work
-    captures, not_captures = check_inputs(config)
+    captures, not_captures = check_inputs(
+        config.inputs, config.tls_keylogs, close_open=config.close_open
+    )
     lake = Lake(config.lake).ensure()
     starting = SparkStart(config)
     # The driver's Python makes GX's and the gate's many containers and almost no cycles: with

@@ -10,7 +10,7 @@ from pipeline.commands.progress import RunProgress
 from pipeline.errors import StompLakeError
 from pipeline.lake.full_disk import disk_full
 from pipeline.lake.layout import Lake
-from pipeline.runner import RunConfig, RunResult, discover, run
+from pipeline.runner import RunConfig, RunResult, run
 from pipeline.session import ModelOptions
 from pipeline.session.clock import to_datetime
 from pipeline.spark.session import scratch_dir
@@ -18,7 +18,7 @@ from pipeline.stomp.commands import ALL_COMMANDS
 from pipeline.validation.docs_index import batch_page_path
 
 # Re-exported for callers written before the runner had a module of its own.
-__all__ = ["RunConfig", "RunResult", "config_from_args", "discover", "format_summary", "run"]
+__all__ = ["RunConfig", "RunResult", "config_from_args", "format_summary", "run"]
 
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # to_datetime gives UTC
 LISTED_SKIPPED = 20  # skipped files named in the summary, per reason

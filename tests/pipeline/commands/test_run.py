@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline.lake import Lake, list_tables, read_table
-from pipeline.runner import RunConfig, discover, run
+from pipeline.runner import RunConfig, run
 from tests.support.paths import SAMPLES
 
 pytestmark = pytest.mark.spark
@@ -151,14 +150,6 @@ def test_connections_split_across_two_runs_equal_one_run(spark, tmp_path) -> Non
 
     for table in ("sessions", "frames", "heartbeats", "messages", "acks", "receipts"):
         assert _table_contents(spark, parts, table) == _table_contents(spark, whole, table), table
-
-
-def test_discover_skips_partial_and_hidden_files(tmp_path) -> None:
-    (tmp_path / "a.pcap").write_bytes(b"")
-    (tmp_path / "b.pcapng.partial").write_bytes(b"")
-    (tmp_path / ".c.pcap").write_bytes(b"")
-    (tmp_path / "notes.txt").write_bytes(b"")
-    assert [Path(p).name for p in discover([tmp_path])] == ["a.pcap"]
 
 
 def test_summary_counts_frames_by_direction_and_command(tmp_path) -> None:
