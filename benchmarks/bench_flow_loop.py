@@ -41,6 +41,7 @@ from benchmarks.traffic import TrafficSpec, generate_files
 from pipeline import driver
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.process import fewer_collections
+from pipeline.session.frame_rows import TableRows
 from pipeline.session.model import SessionModel
 from pipeline.session.streams import DirectionStream
 from pipeline.spark import flows
@@ -142,17 +143,15 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
     try:
         frames = 0
 
-        def count() -> None:
+        def count(kind: str, rows: TableRows, _keys: list[str | None]) -> None:
             nonlocal frames
-            for kind, rows, _keys in runner.drain():
-                frames += len(rows) if kind == "frames" else 0
+            frames += len(rows) if kind == "frames" else 0
 
         start = time.perf_counter()
         with fewer_collections():  # as the flow pass's task runs
-            runner = FlowRunner(FlowPassConfig(tuple(paths), close_open=True), spill=count)
+            runner = FlowRunner(FlowPassConfig(tuple(paths), close_open=True), count)
             runner.feed_batch(pieces)
             runner.close()
-            count()
         seconds = time.perf_counter() - start
         return seconds, _decoded[0] if way == "no_session_model" else frames
     finally:

@@ -39,6 +39,7 @@ from benchmarks.bench_websocket import measure, spread, traffic
 from pipeline.net import Direction
 from pipeline.process import fewer_collections
 from pipeline.session import Endpoint, SessionModel
+from pipeline.session.frame_rows import TableRows
 from pipeline.spark.flows import FlowPassConfig, FlowRunner
 from pipeline.tls.keylog import KeyLog
 from pipeline.tls.transport import TlsTransport
@@ -104,16 +105,14 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, keys: KeyLog | None) -> 
     """Frames a `FlowRunner` made of the capture's pieces, as the flow pass's task runs it."""
     frames = 0
 
-    def count() -> None:
+    def count(kind: str, rows: TableRows, _keys: list[str | None]) -> None:
         nonlocal frames
-        for kind, rows, _keys in runner.drain():
-            frames += len(rows) if kind == "frames" else 0
+        frames += len(rows) if kind == "frames" else 0
 
     with fewer_collections():
         runner = FlowRunner(FlowPassConfig(tuple(paths), close_open=True, tls_keys=keys), count)
         runner.feed_batch(pieces)
         runner.close()
-        count()
     return frames
 
 

@@ -32,6 +32,7 @@ from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.pieces import PieceBuilder
 from pipeline.spark.table_files import row_batch
+from tests.support.flow_rows import HeldRows
 
 RECORD = struct.Struct("!BHBBB")
 CLIENT = ("127.0.0.1", 40001)
@@ -137,7 +138,8 @@ def run_flows(
 ) -> tuple[dict, list[dict]]:
     """Table rows (by table) and state rows of the flow runner over carried states, then the
     packets as one flow piece."""
-    runner = FlowRunner(FlowPassConfig((path,), close_open=close_open))
+    held = HeldRows()
+    runner = FlowRunner(FlowPassConfig((path,), close_open=close_open), held)
     for row in carried:
         runner.resume(row["flow_key"], row["state"])
     builder = PieceBuilder(0)
@@ -148,7 +150,7 @@ def run_flows(
     runner.close()
     tables: dict[str, list[TableRow]] = {}
     states: list[dict] = []
-    for kind, produced, keys in runner.drain():
+    for kind, produced, keys in held.items():
         if kind == STATE_KIND:
             states += [
                 {"record_type": "state", "flow_key": k, "state": r["state"]}

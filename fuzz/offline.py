@@ -23,6 +23,7 @@ from pipeline.session.rows import TableRow
 from pipeline.spark.captures import read_split
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.table_files import row_batch
+from tests.support.flow_rows import HeldRows
 
 CAPTURE_TABLE = "anomalies"
 _UNMASKED = re.compile(r"(?i)passcode\s*[:=]\s*(?!\*\*\*)[^\s,;]")
@@ -69,12 +70,13 @@ def run_offline(
                         )
     piece_rows.sort(key=_sort_key)
     config = FlowPassConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
-    runner = FlowRunner(config)
+    held = HeldRows()
+    runner = FlowRunner(config, held)
     tables: dict[str, list[TableRow]] = {name: [] for name in schemas.TABLES}
     if piece_rows:
         runner.feed_batch(pa.RecordBatch.from_pylist(piece_rows))
     runner.close()
-    for kind, rows, _keys in runner.drain():
+    for kind, rows, _keys in held.items():
         if kind == STATE_KIND:
             result.carried += len(rows)
             continue

@@ -82,17 +82,22 @@ class FlowPassConfig:
         return folders
 
 
+# Where a `FlowRunner` hands its rows: (table or `STATE_KIND`, rows, their flow keys)
+RowSink = Callable[[str, TableRows, list[str | None]], None]
+
+
 class FlowRunner:
-    """Feed piece rows (and carried state rows) sorted by flow; drain table rows and the
-    state of connections still open, by table (or `STATE_KIND`), with their flow keys.
+    """Feed piece rows (and carried state rows) sorted by flow; the table rows and the state of
+    connections still open go to ``sink`` by table (or `STATE_KIND`), with their flow keys.
 
-    ``spill``: called whenever `OUTPUT_BATCH_ROWS` table rows are held (rows are collected every
-    `COLLECT_PACKETS` packets), to drain them: memory then holds that many rows whatever one
-    input batch or piece makes (a 16 MB batch of pieces, 350,000 packets, can make 100,000s)."""
+    Rows are collected every `COLLECT_PACKETS` packets and handed over whenever
+    `OUTPUT_BATCH_ROWS` table rows are held, at `flush` and at `close`: memory holds that many
+    rows whatever one input batch or piece makes (a 16 MB batch of pieces, 350,000 packets, can
+    make 100,000s)."""
 
-    def __init__(self, config: FlowPassConfig, spill: Callable[[], None] | None = None) -> None:
+    def __init__(self, config: FlowPassConfig, sink: RowSink) -> None:
         self.config = config
-        self._spill = spill
+        self._sink = sink
         self._driver_config = config.driver
         use_keylog(config.tls_keys)  # this process's connections look their secrets up there
         self.files = PayloadFiles(config.paths)
@@ -146,21 +151,16 @@ class FlowRunner:
 
     def close(self) -> None:
         self._end_flow()
+        self.flush()
         self.files.close()
 
     # -- output ------------------------------------------------------------------------------
-    def pending_rows(self) -> int:
-        """Table rows held (state rows aside)."""
-        return self._pending
-
-    def drain(self, keep: str | None = None) -> Iterator[tuple[str, TableRows, list[str | None]]]:
-        """Rows held, by kind; those of kind ``keep`` stay held."""
+    def flush(self) -> None:
+        """Hands every row held to the sink."""
         out, keys = self._out, self._out_keys
         self._out, self._out_keys, self._pending = {}, {}, 0
-        if keep in out:
-            self._out[keep], self._out_keys[keep] = out.pop(keep), keys.pop(keep)
         for kind, rows in out.items():
-            yield kind, rows, keys[kind]
+            self._sink(kind, rows, keys[kind])
 
     def _collect(self, driver: ConnectionDriver) -> None:
         for kind, rows in driver.drain().items():  # the drain's containers are taken over
@@ -171,8 +171,8 @@ class FlowRunner:
                 held.extend(rows)
             self._out_keys.setdefault(kind, []).extend([self._key] * len(rows))
             self._pending += len(rows)
-        if self._spill is not None and self._pending >= OUTPUT_BATCH_ROWS:
-            self._spill()
+        if self._pending >= OUTPUT_BATCH_ROWS:
+            self.flush()
 
     # -- one flow ----------------------------------------------------------------------------
     def _start_flow(self, key: str) -> None:
@@ -243,28 +243,24 @@ def _partition(
     )
     counters = RunCounters()
 
-    def write(kind: str, rows: TableRows) -> None:
-        counters.add(kind, rows)
-        writer.add(kind, rows)
+    states: list[pa.RecordBatch] = []
 
-    def spill() -> None:  # table rows, while a batch is being fed
-        for kind, rows, _keys in runner.drain(keep=STATE_KIND):
-            write(kind, rows)
+    def sink(kind: str, rows: TableRows, keys: list[str | None]) -> None:
+        if kind != STATE_KIND:
+            counters.add(kind, rows)
+            writer.add(kind, rows)
+        elif rows:
+            counters.carried += len(rows)
+            states.append(_state_batch(schema, list(rows), keys))
 
-    def flush() -> Iterator[pa.RecordBatch]:
-        for kind, rows, keys in runner.drain():
-            if kind != STATE_KIND:
-                write(kind, rows)
-            elif rows:
-                counters.carried += len(rows)
-                yield _state_batch(schema, list(rows), keys)
-
-    runner = FlowRunner(config, spill)
+    runner = FlowRunner(config, sink)
     for batch in batches:
         runner.feed_batch(batch)
-        yield from flush()
+        runner.flush()
+        yield from states
+        states.clear()
     runner.close()
-    yield from flush()
+    yield from states
     written = writer.close()
     if task_counters is not None:
         frames = sum(counters.frames_by_command.values())

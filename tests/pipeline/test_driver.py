@@ -13,6 +13,7 @@ from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
 from pipeline.websocket import Transport
+from tests.support.flow_rows import HeldRows
 
 CLIENT = ("10.0.0.1", 40000)
 SERVER = ("10.0.0.2", 61613)
@@ -79,11 +80,12 @@ class Flow:
                 p.ts_ns, p.payload_offset, p.record_offset, p.seq, p.ack, p.payload_len,
                 p.wire_len, p.window, p.flags, reverse, 0,
             )  # fmt: skip
-        runner = FlowRunner(FlowPassConfig((str(self.path),), close_open=close_open))
+        held = HeldRows()
+        runner = FlowRunner(FlowPassConfig((str(self.path),), close_open=close_open), held)
         runner.feed_piece(Piece(key, 0, records))
         runner.close()
         tables: dict[str, list[TableRow]] = {}
-        for kind, rows, _keys in runner.drain():
+        for kind, rows, _keys in held.items():
             tables.setdefault(kind, []).extend(rows)
         return tables
 

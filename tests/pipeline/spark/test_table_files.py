@@ -28,6 +28,7 @@ from pipeline.spark.table_files import (
     write_table_rows,
 )
 from tests.pipeline.spark.test_packet_loop import _pieces
+from tests.support.flow_rows import HeldRows
 from tests.support.paths import REPO, REPO_CAPTURES
 
 
@@ -175,12 +176,13 @@ def _as_given(table: str, rows: Sequence[TableRow]) -> pa.RecordBatch:
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
 def test_timestamps_made_from_nanoseconds_are_the_rows_own(path: Path) -> None:
-    runner = FlowRunner(FlowPassConfig((str(path),), close_open=True))
+    held = HeldRows()
+    runner = FlowRunner(FlowPassConfig((str(path),), close_open=True), held)
     pieces = _pieces([str(path)])
     if pieces:
         runner.feed_batch(pa.RecordBatch.from_pylist(pieces))
     runner.close()
-    for kind, rows, _keys in runner.drain():
+    for kind, rows, _keys in held.items():
         if kind != STATE_KIND and rows:
             assert row_batch(kind, rows).equals(_as_given(kind, list(rows))), kind
 

@@ -166,16 +166,18 @@ def test_the_connection_driver_gives_the_same_tables(rows: Rows) -> None:
 def test_the_flow_runner_of_the_spark_pass_gives_the_same_tables(rows: Rows) -> None:
     from pipeline.spark.flows import FlowPassConfig, FlowRunner
     from pipeline.spark.pieces import PieceBuilder
+    from tests.support.flow_rows import HeldRows
 
     builder = PieceBuilder(0)
     with CaptureReader(str(WEB_STOMP)) as reader:
         for item in reader:
             if type(item) is TcpPacket:
                 builder.add(item)
-    runner = FlowRunner(FlowPassConfig((str(WEB_STOMP),), close_open=True))
+    held = HeldRows()
+    runner = FlowRunner(FlowPassConfig((str(WEB_STOMP),), close_open=True), held)
     for piece in builder.pieces():
         runner.feed_piece(piece)
     runner.close()
-    counts = {kind: len(drained) for kind, drained, _ in runner.drain()}
+    counts = {kind: len(drained) for kind, drained, _ in held.items()}
     for table in ("sessions", "frames", "messages", "acks", "heartbeats", "websocket_controls"):
         assert counts.get(table, 0) == len(rows[table]), table
