@@ -204,7 +204,7 @@ def one_size(
 
 def run(args: argparse.Namespace) -> dict[str, object]:
     from pipeline.paths import SAMPLES_DIR
-    from pipeline.spark.lean_home import use_lean_home
+    from pipeline.startup.lean_home import use_lean_home
     from pipeline.warm import make_archive
 
     # As `make demo` and `make test` make it: without it the JVM starts 1-1.7 s slower.

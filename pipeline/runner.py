@@ -38,8 +38,8 @@ from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
 from pipeline.spark.session import IMPORTED_BY_START, SparkSettings
+from pipeline.startup.preload import preloading
 from pipeline.validation import VALIDATION_ENGINES
-from pipeline.validation.preload import preloading
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
 from pipeline.validation.suites import SUITE_NAMES
 
@@ -103,7 +103,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
                 scan = ledger.scan(captures, on_first_unseen=starting.begin)
             finally:
                 # Until the JVM is up this process's stdout and stderr are pipes that threads
-                # forward (spark.session.jvm_output): nothing is printed before, lest it be
+                # forward (pipeline.startup.jvm_output): nothing is printed before, lest it be
                 # lost to a kill or come after lines printed later.
                 starting.wait()
             skipped = _skipped(scan)
@@ -155,7 +155,7 @@ class SparkStart:
         if self._early is not None or SparkContext._active_spark_context is not None:
             return
         # Imported here, on the thread that goes on hashing, so that the starting thread imports
-        # nothing while this one may (see pipeline.validation.preload).
+        # nothing while this one may (see pipeline.startup.preload).
         for name in IMPORTED_BY_START:
             importlib.import_module(name)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix=self.THREAD_NAME)
@@ -236,7 +236,7 @@ def _run_batch(
     # On disk, not in the JVM's heap: held there, the pieces (48 bytes a packet) grew the local
     # JVM by their size (2.26 GB: peak PSS 1.69 against 1.75-1.84 GB, the same speed).
     packets = packets.persist(StorageLevel.DISK_ONLY)
-    # GX is imported for the gate meanwhile (see pipeline.validation.preload).
+    # GX is imported for the gate meanwhile (see pipeline.startup.preload).
     with preloading(config.validate):
         # The capture pass runs here, in a job of its own, so that stage 1 is the reading.
         summary = capture_summary(packets)

@@ -1,6 +1,6 @@
 """Warming an install: the JVM's class archive made once, by running the main job over the
 bundled samples in a child process whose JVM writes the classes it loaded as it exits
-(`pipeline.spark.class_archive` says which archive a local JVM maps, and why).
+(`pipeline.startup.class_archive` says which archive a local JVM maps, and why).
 
 ``stomp-lake warm`` (which `make` runs) calls `warm`; the child is ``python -m pipeline.warm
 --dump PARTIAL SAMPLES LAKE``.
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from pipeline.paths import CACHE_VARIABLE, SAMPLES_DIR
-from pipeline.spark.class_archive import MAKING, archive_path
+from pipeline.startup.class_archive import MAKING, archive_path
 
 # Named by the key alone: made before installs were told apart
 _LEGACY = re.compile(r"spark-classes-[0-9a-f]{16}\.jsa")
@@ -24,7 +24,7 @@ _LEGACY = re.compile(r"spark-classes-[0-9a-f]{16}\.jsa")
 
 def warm(*, force: bool = False) -> Path | None:
     """This install's class archive, made unless it exists (None: no JDK or PySpark found)."""
-    from pipeline.spark.lean_home import use_lean_home
+    from pipeline.startup.lean_home import use_lean_home
 
     use_lean_home()  # as a local session does: the archive is of the classpath it will serve
     return make_archive(SAMPLES_DIR, force=force)

@@ -16,14 +16,14 @@ import os
 import re
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.spark import class_archive
-from pipeline.spark.lean_home import use_lean_home
+from pipeline.startup import class_archive
+from pipeline.startup.jvm_output import jvm_output
+from pipeline.startup.lean_home import use_lean_home
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,7 +44,7 @@ LOG_LEVELS = ("error", "warn", "info")  # Spark's level by verbosity 0, 1, 2
 JVM_NOISE = ("WARNING: Using incubator modules: jdk.incubator.vector",)
 # What starting a SparkSession imports for the first time in a run that has only imported
 # pyspark.sql: imported before a start on a thread of its own, which then imports nothing while
-# the run's thread may (`pipeline.runner.SparkStart`; see pipeline.validation.preload).
+# the run's thread may (`pipeline.runner.SparkStart`; see pipeline.startup.preload).
 IMPORTED_BY_START = (
     "pandas",
     "pyspark.sql",
@@ -135,7 +135,7 @@ def base_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.driver.extraJavaOptions"] += f" {LOCAL_JVM_OPTIONS}"
-        conf["spark.python.daemon.module"] = "pipeline.spark.worker_daemon"
+        conf["spark.python.daemon.module"] = "pipeline.startup.worker_daemon"
         archive = class_archive.java_options()
         if archive:
             conf["spark.driver.extraJavaOptions"] += f" {archive}"
@@ -209,57 +209,3 @@ def quiet_query_context(verbosity: int) -> None:
 
     for name in QUERY_CONTEXT_LOGGERS:
         PySparkLogger.getLogger(name).disabled = verbosity == 0
-
-
-@contextlib.contextmanager
-def jvm_output(noise: tuple[str, ...]) -> Iterator[None]:
-    """While the block runs, file descriptors 1 and 2 are pipes; processes started in the block
-    (Spark's JVM, and through it the Python workers) keep them as their stdout and stderr for
-    good. Threads forward what comes through to the real stdout and stderr (every stderr line
-    but `noise`), until the last of those processes closes the pipes or this one exits.
-
-    So the JVM never holds the caller's own stdout and stderr. When this process exits, the JVM
-    stops Spark and exits on its own, and the caller (a shell, a DAG task, a pipe) is done
-    waiting: that teardown takes 0.45 s after the last line, most of it JDK 17's wait at exit
-    for its threads in native calls (up to 300 ms), none of it the run's work."""
-    _flush_standard_streams()
-    saved = []
-    for fd, name, dropped in ((1, "jvm-stdout", ()), (2, "jvm-stderr", noise)):
-        try:
-            real = os.dup(fd)
-        except OSError:  # not open (a daemon's): the JVM inherits it as it is
-            continue
-        read_end, write_end = os.pipe()
-        threading.Thread(
-            target=_forward, args=(read_end, os.dup(real), dropped), name=name, daemon=True
-        ).start()
-        os.dup2(write_end, fd)
-        os.close(write_end)
-        saved.append((fd, real))
-    try:
-        yield
-    finally:
-        _flush_standard_streams()
-        for fd, real in saved:
-            os.dup2(real, fd)
-            os.close(real)
-
-
-def _flush_standard_streams() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            stream.flush()
-
-
-def _forward(read_end: int, real: int, noise: tuple[str, ...]) -> None:
-    """Lines from the pipe to the real output, to the pipe's end: a reader gone from the real
-    output (``stomp-lake run | head``) stops the writing, never the reading, lest the JVM block
-    on a full pipe."""
-    with os.fdopen(read_end, "rb") as source, os.fdopen(real, "wb", buffering=0) as sink:
-        writing = True
-        for line in source:
-            if writing and line.rstrip(b"\r\n").decode("utf-8", "replace") not in noise:
-                try:
-                    sink.write(line)
-                except OSError:
-                    writing = False

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pipeline.lake.layout import Lake, make_private_dir, make_tree_private, private_umask
 from pipeline.session.privacy import scrub
-from pipeline.validation.templates import keep_compiled_templates
+from pipeline.startup.templates import keep_compiled_templates
 
 if TYPE_CHECKING:
     from great_expectations.data_context.store.store import DataDocsSiteConfigTypedDict

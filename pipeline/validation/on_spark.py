@@ -63,7 +63,7 @@ class SparkEngine:
     def start_checks(self) -> Future[float]:
         """The checks' frames are made on a thread: planning them is Spark's work, GX's set-up
         is Python, and each runs while the other waits. They import nothing: all they need is
-        imported with this module (tests/pipeline/validation/test_preload.py checks that no two
+        imported with this module (tests/pipeline/startup/test_preload.py checks that no two
         threads import at once). The batch checks (a row per table) are computed here, held in
         the JVM; the session checks are cached, computed by their suite's first query."""
         thread = ThreadPoolExecutor(1, thread_name_prefix="validate-checks")

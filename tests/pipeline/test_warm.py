@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import warm
-from pipeline.spark.class_archive import archive_path
+from pipeline.startup.class_archive import archive_path
 from pipeline.warm import make_archive
 from tests.support.java_install import fake_install
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.paths import CACHE_VARIABLE
-from pipeline.spark import class_archive
+from pipeline.startup import class_archive
 
 
 def fake_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from pipeline.paths import cache_dir
-from pipeline.spark.class_archive import pyspark_home
+from pipeline.startup.class_archive import pyspark_home
 
 LEFT_OUT = "spark-mllib_"  # not spark-mllib-local_ (linear algebra, no session extension)
 LAUNCHER_JAR = "spark-launcher_"

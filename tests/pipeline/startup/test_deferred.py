@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.validation.deferred import DeferredModule, deferring
+from pipeline.startup.deferred import DeferredModule, deferring
 from tests.support.scripts import run_script
 
 GX_DEFERRING = """
 import json, sys
-from pipeline.validation.deferred import DEFERRED, deferring
+from pipeline.startup.deferred import DEFERRED, deferring
 with deferring():
     import great_expectations
 left_out = [name for name in DEFERRED if name in sys.modules]

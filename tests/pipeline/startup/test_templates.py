@@ -1,4 +1,4 @@
-"""GX's Data Docs templates compiled once per install (`pipeline.validation.templates`)."""
+"""GX's Data Docs templates compiled once per install (`pipeline.startup.templates`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jinja2
 import pytest
 from jinja2.bccache import bc_magic
 
-from pipeline.validation.templates import KeptTemplates, keep_compiled_templates
+from pipeline.startup.templates import KeptTemplates, keep_compiled_templates
 from tests.support.scripts import run_script
 
 TEMPLATE = "{% for n in items %}<li>{{ n | upper }}</li>{% endfor %}"
@@ -66,7 +66,7 @@ def test_a_folder_that_cannot_be_written_costs_only_the_compilation(
 GX_VIEWS = """
 import json, sys
 from pathlib import Path
-from pipeline.validation.templates import keep_compiled_templates
+from pipeline.startup.templates import keep_compiled_templates
 kept = keep_compiled_templates(Path(sys.argv[1]))
 from great_expectations.render.view.view import DefaultJinjaPageView
 views = [DefaultJinjaPageView(), DefaultJinjaPageView()]
@@ -89,7 +89,7 @@ def test_the_default_folder_is_the_users_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STOMP_LAKE_CLASS_ARCHIVE_DIR", str(tmp_path))
-    monkeypatch.setattr("pipeline.validation.templates._kept", None)
+    monkeypatch.setattr("pipeline.startup.templates._kept", None)
     from great_expectations.render.view.view import DefaultJinjaView
 
     monkeypatch.setattr(DefaultJinjaView, "__init__", DefaultJinjaView.__init__)

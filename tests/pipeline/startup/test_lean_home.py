@@ -1,4 +1,4 @@
-"""pipeline/spark/lean_home.py: the Spark home a local session starts from."""
+"""pipeline/startup/lean_home.py: the Spark home a local session starts from."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.paths import CACHE_VARIABLE
-from pipeline.spark import lean_home as module
-from pipeline.spark.lean_home import HOME_VARIABLE, lean_home, use_lean_home
+from pipeline.startup import lean_home as module
+from pipeline.startup.lean_home import HOME_VARIABLE, lean_home, use_lean_home
 
 JARS = (
     "spark-core_2.13-4.2.0.jar",

@@ -1,4 +1,4 @@
-"""pipeline/spark/worker_daemon.py: with a local master, Spark's Python workers import PySpark
+"""pipeline/startup/worker_daemon.py: with a local master, Spark's Python workers import PySpark
 from the installed package (bytecode cached), not from Spark's zip of its sources."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pipeline.spark.session import base_conf
-from pipeline.spark.worker_daemon import (
+from pipeline.startup.worker_daemon import (
     PRELOADED,
     forget_archive_importers,
     without_spark_archives,
@@ -59,7 +59,7 @@ def test_workers_hold_no_importer_of_sparks_archives(spark: SparkSession) -> Non
 
 
 def test_only_a_local_master_replaces_the_daemon() -> None:
-    assert base_conf("local[2]")["spark.python.daemon.module"] == "pipeline.spark.worker_daemon"
+    assert base_conf("local[2]")["spark.python.daemon.module"] == "pipeline.startup.worker_daemon"
     assert "spark.python.daemon.module" not in base_conf("spark://master:7077")
 
 

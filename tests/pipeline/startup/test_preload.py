@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.runner import SparkStart
-from pipeline.validation.preload import THREAD_NAME
+from pipeline.startup.preload import THREAD_NAME
 from tests.support.paths import SAMPLES
 from tests.support.scripts import run_script
 
@@ -32,7 +32,7 @@ os._exit(0)
 RUN_RECORDING_IMPORTS = """
 import io, json, os, sys, threading
 from pathlib import Path
-from pipeline.validation.preload import THREAD_NAME
+from pipeline.startup.preload import THREAD_NAME
 
 attempts = []
 EARLY_START_THREAD = sys.argv[3]
@@ -63,7 +63,7 @@ os._exit(0)
 
 PRELOAD_FAILS = """
 import sys, threading
-from pipeline.validation.preload import preloading
+from pipeline.startup.preload import preloading
 
 sys.modules["great_expectations"] = None  # any import of it now fails
 errors = []

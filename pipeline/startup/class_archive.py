@@ -82,7 +82,7 @@ def _java() -> Path | None:
 
 
 def _spark_jars() -> Path | None:
-    """The jars a local JVM loads: $SPARK_HOME's (the lean home, `pipeline.spark.lean_home`,
+    """The jars a local JVM loads: $SPARK_HOME's (the lean home, `pipeline.startup.lean_home`,
     or the caller's), else PySpark's."""
     home = os.environ.get("SPARK_HOME")
     if home and (Path(home) / "jars").is_dir():

@@ -15,10 +15,10 @@ alternated pairs.
 
 Two threads that import modules at once can deadlock on a circular import (CPython then fails
 one of the imports). So the preload runs only while the run's other threads import nothing
-(`IMPORTED_FIRST` are imported before it starts; tests/pipeline/validation/test_preload.py
+(`IMPORTED_FIRST` are imported before it starts; tests/pipeline/startup/test_preload.py
 records every import of a run, with and without a live progress display), and it is joined
 before the run goes on. The modules GX imports and our suites never use are left to their first
-use (`pipeline.validation.deferred`).
+use (`pipeline.startup.deferred`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pipeline.validation.deferred import deferring
+from pipeline.startup.deferred import deferring
 
 THREAD_NAME = "stomp-lake-preload-gx"
 # Imported lazily by the standard library where the run's thread would meet it in the block: the

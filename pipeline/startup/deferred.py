@@ -6,7 +6,7 @@ GX 1.x imports every expectation it ships when it is imported. Its distribution 
 its Spark compatibility layer brings in ``pyspark.ml``, which imports ``scipy.sparse``. No
 suite of ours uses any of them. Deferring them cuts the CPU that importing GX costs a run's
 driver from 2.2-2.3 to 1.45-1.5 s, and the driver imports GX while the capture pass wants both
-cores (`pipeline.validation.preload`). 0.58 GB: 9.39-9.68 s against 9.79-9.95 s, runs
+cores (`pipeline.startup.preload`). 0.58 GB: 9.39-9.68 s against 9.79-9.95 s, runs
 alternated.
 
 :func:`deferring` lets GX bind a stand-in for each of them: the stand-in imports the real module
@@ -40,7 +40,7 @@ def deferring(names: Sequence[str] = DEFERRED) -> Iterator[None]:
     imports import the real modules. What the block imported keeps its stand-ins.
 
     ``sys.modules`` is changed for everyone: only for a block during which no other thread
-    imports (`pipeline.validation.preload`'s rule)."""
+    imports (`pipeline.startup.preload`'s rule)."""
     placed = [_stand_in(name) for name in names if name not in sys.modules]
     try:
         yield

@@ -1,4 +1,4 @@
-"""pipeline/spark/class_archive.py: which archive a local JVM maps, and when a new one is due."""
+"""pipeline/startup/class_archive.py: which archive a local JVM maps, and when a new one is due."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.spark import class_archive
-from pipeline.spark.class_archive import archive_key, archive_path, java_options
 from pipeline.spark.session import base_conf
+from pipeline.startup import class_archive
+from pipeline.startup.class_archive import archive_key, archive_path, java_options
 from tests.support.java_install import fake_install
 
 JAVA = "spark.driver.extraJavaOptions"
