@@ -28,6 +28,7 @@ from setuptools import Extension, setup
 
 # Read by path: importing the package would import its dependencies, which a build may not have.
 SOURCE_MODULES = runpy.run_path("pipeline/compiled.py")["SOURCE_MODULES"]
+GENERATED_C = "build/cython"  # Cython's C output, kept out of the source tree
 
 extensions = [
     Extension(
@@ -84,6 +85,8 @@ else:
                 optional=True,
             ),
         ],
+        build_dir=GENERATED_C,
+        nthreads=os.cpu_count() or 1,
         compiler_directives={"language_level": "3"},
     )
     extensions += cythonize(
@@ -96,7 +99,7 @@ else:
             )
             for name in SOURCE_MODULES
         ],
-        build_dir="build/cython",  # the generated C, kept out of the source tree
+        build_dir=GENERATED_C,
         nthreads=os.cpu_count() or 1,
         compiler_directives={
             "language_level": "3",
@@ -105,4 +108,5 @@ else:
         },
     )
 
-setup(ext_modules=extensions)
+# the extensions compiled side by side, one per core (`setup.py build_ext` and `pip install`)
+setup(ext_modules=extensions, options={"build_ext": {"parallel": os.cpu_count() or 1}})
