@@ -187,35 +187,6 @@ web_stomp.ssl.versions.1 = tlsv1.3
 web_stomp.ssl.versions.2 = tlsv1.2
 """
 
-ACTIVEMQ_TLS_XML = """\
-<beans xmlns="http://www.springframework.org/schema/beans"
-  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-  xsi:schemaLocation="http://www.springframework.org/schema/beans
-  http://www.springframework.org/schema/beans/spring-beans.xsd
-  http://activemq.apache.org/schema/core
-  http://activemq.apache.org/schema/core/activemq-core.xsd">
-  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="stomp-lake-tls"
-          useJmx="false" persistent="false" schedulerSupport="false"
-          dataDirectory="{data}">
-    <plugins>
-      <simpleAuthenticationPlugin>
-        <users>
-          <authenticationUser username="admin" password="admin" groups="admins"/>
-        </users>
-      </simpleAuthenticationPlugin>
-    </plugins>
-    <sslContext>
-      <sslContext keyStore="file:{keystore}" keyStorePassword="{password}"
-                  trustStore="file:{truststore}" trustStorePassword="{password}"/>
-    </sslContext>
-    <transportConnectors>
-      <transportConnector name="stomp" uri="stomp://127.0.0.1:{plain}"/>
-      <transportConnector name="stomp+ssl" uri="stomp+ssl://127.0.0.1:{tls}"/>
-    </transportConnectors>
-  </broker>
-</beans>
-"""
-
 
 @dataclass(frozen=True, slots=True)
 class TlsBroker:
@@ -281,14 +252,13 @@ def activemq_tls(workdir: Path, pki: Pki) -> Iterator[TlsBroker]:
     plain, tls = brokers.free_port(), brokers.free_port()
     broker = brokers.Broker("activemq", "127.0.0.1", plain, "admin", "admin", None)
     launch = brokers._activemq_launch(broker, workdir)
+    stores = {"keystore": pki.keystore, "truststore": pki.truststore, "password": STORE_PASSWORD}
     (workdir / "conf" / "activemq.xml").write_text(
-        ACTIVEMQ_TLS_XML.format(
-            data=workdir / "data",
-            keystore=pki.keystore,
-            truststore=pki.truststore,
-            password=STORE_PASSWORD,
-            plain=plain,
-            tls=tls,
+        brokers.activemq_xml(
+            broker,
+            workdir / "data",
+            brokers.ACTIVEMQ_SSL_CONTEXT.format(**stores),
+            brokers.ACTIVEMQ_TLS_CONNECTOR.format(host=broker.host, port=tls),
         )
     )
     with _started(broker, launch, workdir, tls):

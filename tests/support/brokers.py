@@ -62,14 +62,36 @@ ACTIVEMQ_XML = """\
           <authenticationUser username="{login}" password="{passcode}" groups="admins"/>
         </users>
       </simpleAuthenticationPlugin>
-    </plugins>
+    </plugins>{ssl_context}
     <transportConnectors>
       <!-- tests/capture/test_load.py holds 1,000 connections open at once -->
-      <transportConnector name="stomp" uri="stomp://{host}:{port}?maximumConnections=10000"/>
+      <transportConnector name="stomp" uri="stomp://{host}:{port}?maximumConnections=10000"/>{tls_connector}
     </transportConnectors>
   </broker>
 </beans>
 """
+
+# ActiveMQ's stomp+ssl connector and its key stores (scripts/make_tls_captures.py)
+ACTIVEMQ_SSL_CONTEXT = """
+    <sslContext>
+      <sslContext keyStore="file:{keystore}" keyStorePassword="{password}"
+                  trustStore="file:{truststore}" trustStorePassword="{password}"/>
+    </sslContext>"""
+ACTIVEMQ_TLS_CONNECTOR = """
+      <transportConnector name="stomp+ssl" uri="stomp+ssl://{host}:{port}"/>"""
+
+
+def activemq_xml(broker: Broker, data: Path, ssl_context: str = "", tls_connector: str = "") -> str:
+    return ACTIVEMQ_XML.format(
+        data=data,
+        login=broker.login,
+        passcode=broker.passcode,
+        host=broker.host,
+        port=broker.stomp_port,
+        ssl_context=ssl_context,
+        tls_connector=tls_connector,
+    )
+
 
 ACTIVEMQ_LOG4J = """\
 log4j.rootLogger=INFO, file
@@ -161,15 +183,7 @@ def _activemq_launch(broker: Broker, workdir: Path) -> _Launch:
     conf.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
     log = workdir / "activemq.log"
-    (conf / "activemq.xml").write_text(
-        ACTIVEMQ_XML.format(
-            data=data,
-            login=broker.login,
-            passcode=broker.passcode,
-            host=broker.host,
-            port=broker.stomp_port,
-        )
-    )
+    (conf / "activemq.xml").write_text(activemq_xml(broker, data))
     (conf / "log4j.properties").write_text(ACTIVEMQ_LOG4J.format(log=log))
     argv = [
         "java",
