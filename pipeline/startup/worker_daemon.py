@@ -33,10 +33,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import socket
 import sys
 import zipimport
+from collections.abc import Callable
 from typing import Any
 
+# pyspark.daemon.worker: a forked worker serving tasks on its socket; its exit code
+Worker = Callable[[socket.socket, bool], int]
 PRELOADED = ("pandas", "pyarrow", "pipeline.spark.captures", "pipeline.spark.flows")
 
 
@@ -51,6 +55,21 @@ def forget_archive_importers(cache: dict[str, Any], path: list[str]) -> None:
     for key, finder in list(cache.items()):
         if isinstance(finder, zipimport.zipimporter) and finder.archive not in path:
             del cache[key]
+
+
+def quiet_when_hung_up(worker: Worker) -> Worker:
+    """PySpark's forked worker, ending with code 1 and no traceback when the JVM hangs up on it
+    (its job failed or was cancelled: a full disk under `stomp-lake run`): the JVM reports that
+    failure itself, and the daemon's traceback of the reset socket only buried the run's one
+    line. Errors of a task are not raised here: the worker sends them to the JVM."""
+
+    def run(sock: socket.socket, authenticated: bool) -> int:
+        try:
+            return worker(sock, authenticated)
+        except (ConnectionResetError, BrokenPipeError):
+            return 1
+
+    return run
 
 
 def _spark_archive(entry: str) -> bool:
@@ -69,9 +88,10 @@ if __name__ == "__main__":
         # One that fails here fails again in the first task that needs it, which reports it.
         with contextlib.suppress(Exception):
             importlib.import_module(name)
-    from pyspark.daemon import manager
+    from pyspark import daemon
 
+    daemon.worker = quiet_when_hung_up(daemon.worker)  # type: ignore[assignment]  # a function replaced
     gc.collect()
     gc.freeze()
 
-    manager()
+    daemon.manager()

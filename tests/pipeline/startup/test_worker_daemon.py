@@ -3,17 +3,20 @@ from the installed package (bytecode cached), not from Spark's zip of its source
 
 from __future__ import annotations
 
+import socket
 import zipfile
 import zipimport
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from pipeline.spark.session import base_conf
 from pipeline.startup.worker_daemon import (
     PRELOADED,
     forget_archive_importers,
+    quiet_when_hung_up,
     without_spark_archives,
 )
 
@@ -51,6 +54,21 @@ def _zip_importers(rows: Iterable[int]) -> Iterator[list[str]]:
 
     importers = sys.path_importer_cache.values()
     yield [finder.archive for finder in importers if isinstance(finder, zipimport.zipimporter)]
+
+
+def test_a_worker_the_jvm_hangs_up_on_ends_quietly() -> None:
+    def hung_up(_sock: socket.socket, _authenticated: bool) -> int:
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    def failing(_sock: socket.socket, _authenticated: bool) -> int:
+        raise ValueError("not a hang-up")
+
+    ours, _theirs = socket.socketpair()
+    with ours, _theirs:
+        assert quiet_when_hung_up(hung_up)(ours, False) == 1
+        assert quiet_when_hung_up(lambda _sock, _auth: 0)(ours, True) == 0
+        with pytest.raises(ValueError):
+            quiet_when_hung_up(failing)(ours, False)
 
 
 def test_workers_hold_no_importer_of_sparks_archives(spark: SparkSession) -> None:
