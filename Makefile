@@ -69,8 +69,12 @@ spark-classes: java venv
 demo: java venv spark-classes
 	$(BIN)/stomp-lake demo --lake $(LAKE)
 
-test: system-deps venv js-deps spark-classes
-	$(BIN)/python -m pytest
+# Two workers (pytest-xdist), each test file whole on one of them: much of the suite waits on
+# JVMs, brokers and subprocesses, so the second core is rarely idle. The Airflow venv is made
+# first, once, for both.
+TEST_WORKERS ?= 2
+test: system-deps venv airflow js-deps spark-classes
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv
 	$(BIN)/ruff check .

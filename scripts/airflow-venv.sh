@@ -16,6 +16,11 @@ else
     want="unlocked"
 fi
 
+# one maker at a time (parallel test workers ask for it at once); the others then find it made
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+
 if [[ -x "$venv/bin/airflow" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     echo "$venv"
     exit 0

@@ -1,8 +1,10 @@
-"""Shared fixtures. One SparkSession for the whole run, as Delta's DeltaTestCase does."""
+"""Shared fixtures. One SparkSession for the whole run (for each pytest-xdist worker), as Delta's
+DeltaTestCase does."""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -10,6 +12,14 @@ import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+# A pytest-xdist worker's __main__ has neither a spec nor a file, which pyspark.sql.connect (that
+# Great Expectations imports) takes for a doctest run without Spark Connect's packages: it
+# exits the process. A worker's __main__ is named for what it is.
+_MAIN = sys.modules["__main__"]
+if getattr(_MAIN, "__spec__", None) is None and not hasattr(_MAIN, "__file__"):
+    _MAIN.__file__ = "<pytest worker>"
 
 
 @pytest.fixture(scope="session")
