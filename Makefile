@@ -92,10 +92,12 @@ check: static
 # ASan, UBSan and libFuzzer's coverage, in build/fuzz/src (the normal build is untouched), and
 # atheris (pyproject's fuzz extra). fuzz: one session of TARGET for SECONDS from its kept
 # corpus, which it then minimizes with what was found. fuzz-ci: every target briefly from its
-# corpus on the normal build (the sanitizer build takes longer than CI allows), nothing kept.
+# corpus on the normal build (the sanitizer build takes longer than CI allows), two at a time,
+# nothing kept.
 FUZZ_TARGETS := decoder capture_reader reassembly flow websocket tls masker
 SECONDS ?= 600
-FUZZ_CI_SECONDS ?= 20
+FUZZ_CI_SECONDS ?= 10
+FUZZ_CI_JOBS ?= 2  # targets at once
 ATHERIS := $(BIN)/python -c "import atheris" 2>/dev/null || $(BIN)/pip install -q atheris==3.0.0
 
 fuzz-build: venv
@@ -109,9 +111,8 @@ fuzz: fuzz-build
 
 fuzz-ci: venv
 	@$(ATHERIS)
-	@for target in $(FUZZ_TARGETS); do \
-		PLAIN=1 KEEP=0 fuzz/run.sh $$target $(FUZZ_CI_SECONDS) || exit 1; \
-	done
+	@printf '%s\n' $(FUZZ_TARGETS) | \
+		xargs -P $(FUZZ_CI_JOBS) -I{} env PLAIN=1 KEEP=0 fuzz/run.sh {} $(FUZZ_CI_SECONDS)
 
 clean:
 	rm -rf work .pytest_cache
