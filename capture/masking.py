@@ -203,16 +203,14 @@ class PasscodeMasker:
     def _mask_value(self, data: bytes, buf: bytearray, start: int, end: int) -> None:
         """Mask ``data[start:end]`` of a passcode value into ``buf``, NULs kept: a NUL ends the
         frame for the lake's decoder, and the rest of the line (masked too) starts a new one."""
-        nul = data.rfind(b"\0", start, end)
-        if nul < 0:
-            buf[start:end] = bytes([FILLER]) * (end - start)
-            if self._nul_in_value and data[start:end].strip(b"\r"):
-                self._after_nul = True
-            return
         buf[start:end] = data[start:end].translate(_MASK_ALL_BUT_NUL)
-        self._nul_in_value = True
-        self._after_nul = bool(data[nul + 1 : end].strip(b"\r"))
-        self._content_length = None  # the new frame's headers start after the NUL
+        nul = data.rfind(b"\0", start, end)
+        if nul >= 0:
+            self._nul_in_value, self._after_nul = True, False
+            self._content_length = None  # the new frame's headers start after the NUL
+            start = nul + 1
+        if self._nul_in_value and data[start:end].strip(b"\r"):
+            self._after_nul = True
 
     def _end_masked_value(self) -> None:
         if self._nul_in_value and not self._after_nul:

@@ -36,8 +36,9 @@ def test_every_target_is_run() -> None:
 
 @pytest.mark.parametrize("name", SHORT_RUNS)
 def test_seeds_pass(name: str) -> None:
-    for seed in target(name).seeds():
-        target(name).check(seed)
+    fuzzed = target(name)
+    for seed in fuzzed.seeds():
+        fuzzed.check(seed)
 
 
 @pytest.mark.parametrize(
