@@ -121,6 +121,19 @@ def is_connect_command(line: bytes | bytearray) -> bool:
     return line.strip().upper().startswith(CONNECT_PREFIXES)
 
 
+def has_connect_command(commands: bytes) -> bool:
+    """Whether one of the NUL-separated ``commands`` is one `is_connect_command` would take (a
+    search for the word, not for each NUL: binary bytes hold NULs by the thousand)."""
+    upper = commands.upper()
+    for word in CONNECT_PREFIXES:
+        at = upper.find(word)
+        while at >= 0:
+            if not upper[upper.rfind(b"\0", 0, at) + 1 : at].strip():
+                return True
+            at = upper.find(word, at + 1)
+    return False
+
+
 class State(Enum):
     BETWEEN = "between frames"  # EOLs (heart-beats) until a command starts
     COMMAND = "command line"
@@ -241,20 +254,19 @@ class PasscodeMasker:
         if state is State.COMMAND:
             eol = data.find(b"\n", pos)
             end = size if eol < 0 else eol
-            nul = data.find(b"\0", pos, end)
+            nul = data.rfind(b"\0", pos, end)
             if nul >= 0:
-                end = eol = nul
+                # each NUL in the line ends a frame of a command alone; the rest starts the next
+                cut = bytes(self._text) + data[pos:nul]
+                self._end_early(self._inherited or has_connect_command(cut))
+                return nul + 1
             if len(self._text) < MAX_COMMAND:
                 self._text += data[pos : min(end, pos + MAX_COMMAND)]
             if eol < 0:
                 return size
-            connect = self._inherited or is_connect_command(self._text)
+            self._connect = self._inherited or is_connect_command(self._text)
             self._inherited = False
-            if nul >= 0:
-                self._end_early(connect)
-            else:
-                self._connect = connect
-                self._start_name()
+            self._start_name()
             return eol + 1
         if state is State.NAME:
             return self._name(data, pos, size)

@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from capture.masking import (
     PasscodeMasker,
+    has_connect_command,
     is_connect_command,
     is_credential_parameter,
     is_passcode_name,
@@ -118,6 +119,14 @@ def test_a_nul_before_the_blank_line_ends_the_frame(before: bytes) -> None:
     stream = before + CONNECT
     assert _masked(stream) == stream.replace(b"s3cr\\ct", b"*******")
     assert b"s3" not in _masked(stream, 1)  # a CR ending a chunk in the value is masked too
+
+
+def test_connect_commands_among_nul_separated_ones() -> None:
+    assert has_connect_command(b"\x01\0 connect")
+    assert has_connect_command(b"STOMP")
+    assert has_connect_command(b"x\0\0\r\nStomp\0y")
+    assert not has_connect_command(b"SEND\0xCONNECT\0")
+    assert not has_connect_command(b"\0" * 10_000)
 
 
 def test_the_frame_after_a_nul_that_cut_a_connect_counts_as_connect() -> None:
