@@ -45,7 +45,7 @@ def pure(*names: str) -> tuple[ModuleType, ...]:
 @contextmanager
 def running_pure() -> Iterator[None]:
     """Around a call into the twin: ``sys.modules`` holds the twin's modules, and pure Python is
-    asked for, so that what the twin looks up while running (`pipeline.compiled.load`, a module
+    asked for, so that what the twin looks up while running (`pipeline.compiled.kernel`, a module
     found by name in ``sys.modules``) is its own too."""
     saved = {name: module for name, module in sys.modules.items() if _ours(name)}
     finders = list(sys.meta_path)

@@ -1,11 +1,11 @@
-"""The package's optional compiled modules, and the switch that turns them off.
+"""The package's optional compiled code, and the switch that turns it off.
 
-`setup.py` builds them during `pip install` (a wheel has them). They are of two kinds:
+`setup.py` builds it during `pip install` (a wheel has it), in two kinds:
 
-* Twins: a Cython or C module (`_scan`, `_packet_loop`, `_streams`, `_frame_rows`,
-  `_message_rows`, both with `_arrow_columns`, `_speedups`) beside a pure-Python module that
-  stays the readable reference and gives identical results; without a build, or with
-  ``STOMP_LAKE_PURE_PYTHON=1`` in the environment, `load` returns None and the twins run.
+* `KERNELS`: hand-written Cython or C where pointers, ``malloc``/``pread`` or Arrow buffers are
+  needed, each beside a pure-Python module that stays the readable reference and gives
+  identical results. Code reaches one only through `kernel`, which returns None without a build
+  or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment; the reference then runs.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
   model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
   their own source into an extension module of the same name, which Python's import prefers to
@@ -16,6 +16,9 @@
   ``STOMP_LAKE_PURE_PYTHON=1``, and, in a source checkout, when any of these modules (its
   ``.py`` or ``.pxd``) is newer than its extension (edited since the last build), so an edit is
   never shadowed by stale compiled code.
+
+The variable is read at each `kernel` call and each import, not once per process: the twins'
+differential tests and fuzz targets run both sides in one process.
 """
 
 from __future__ import annotations
@@ -63,12 +66,29 @@ CHECKOUT = os.path.exists(os.path.join(ROOT, "setup.py"))
 _log = logging.getLogger(__name__)
 
 
-def load(module: str) -> ModuleType | None:
-    """The compiled module ``module``, or None (not built, or pure Python asked for)."""
+# The hand-written kernels, by the name `kernel` takes.
+KERNELS = {
+    "scan": "pipeline.ingest._scan",  # capture records and packets (reference: pcap, pcapng)
+    "packet_loop": "pipeline.spark._packet_loop",  # packets to connections (packet_loop.py)
+    "streams": "pipeline.session._streams",  # a direction's bytes and stamps (streams.py)
+    "frame_rows": "pipeline.session._frame_rows",  # frames table columns (frame_rows.py)
+    "message_rows": "pipeline.session._message_rows",  # messages, acks rows (message_rows.py)
+    "speedups": "pipeline.stomp._speedups",  # decoder hot paths in C (fast_path.py, headers.py)
+}
+
+
+def kernel(name: str) -> ModuleType | None:
+    """The kernel ``name`` of `KERNELS`, or None (not built, or pure Python asked for)."""
     if pure_python_asked():
         return None
+    return built(name)
+
+
+def built(name: str) -> ModuleType | None:
+    """The kernel ``name`` if it is built, whatever the environment asks: for the modules that
+    derive their compiled classes from it at import time."""
     try:
-        return importlib.import_module(module)
+        return importlib.import_module(KERNELS[name])
     except ImportError:
         return None
 

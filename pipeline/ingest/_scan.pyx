@@ -23,34 +23,42 @@ import numpy as np
 
 cimport numpy as cnp
 
+from pipeline.ingest import decode as link
+from pipeline.ingest import pcapng_blocks as blocks
+
 cnp.import_array()
 
-# Link kinds: how the one-unpack route finds the IP header (fastpath._combined).
-DEF LINK_NONE = -1  # not on the fast route
-DEF LINK_ETHERNET = 0
-DEF LINK_SLL = 1
-DEF LINK_SLL2 = 2
-DEF LINK_RAW = 3
-DEF LINK_NULL = 4
-DEF LINK_LOOP = 5
-DEF LINK_IPV4 = 6
-DEF LINK_IPV6 = 7
+# How the one-unpack route finds the IP header (fastpath._combined), by link kind.
+cdef enum:
+    LINK_NONE = -1  # not on the fast route
+    LINK_ETHERNET = 0
+    LINK_SLL = 1
+    LINK_SLL2 = 2
+    LINK_RAW = 3
+    LINK_NULL = 4
+    LINK_LOOP = 5
+    LINK_IPV4 = 6
+    LINK_IPV6 = 7
 
-DEF EPB = 6
-DEF MAX_BLOCK_LEN = 1 << 26
-DEF MAX_TS_NS = 0x7FFFFFFFFFFFFFFF
+# The pcapng constants as C values, taken from their one definition.
+cdef unsigned int SHB = blocks.SHB
+cdef unsigned int IDB = blocks.IDB
+cdef unsigned int OPB = blocks.OPB
+cdef unsigned int EPB = blocks.EPB
+cdef unsigned int MAX_BLOCK_LEN = blocks.MAX_BLOCK_LEN
+cdef long long MAX_TS_NS = blocks.MAX_TS_NS
 
 LINK_KINDS = {
-    1: LINK_ETHERNET,
-    113: LINK_SLL,
-    276: LINK_SLL2,
-    101: LINK_RAW,
-    12: LINK_RAW,
-    14: LINK_RAW,
-    0: LINK_NULL,
-    108: LINK_LOOP,
-    228: LINK_IPV4,
-    229: LINK_IPV6,
+    link.LINKTYPE_ETHERNET: LINK_ETHERNET,
+    link.LINKTYPE_LINUX_SLL: LINK_SLL,
+    link.LINKTYPE_LINUX_SLL2: LINK_SLL2,
+    link.LINKTYPE_RAW: LINK_RAW,
+    link.LINKTYPE_RAW_OPENBSD: LINK_RAW,
+    link.LINKTYPE_RAW_BSDOS: LINK_RAW,
+    link.LINKTYPE_NULL: LINK_NULL,
+    link.LINKTYPE_LOOP: LINK_LOOP,
+    link.LINKTYPE_IPV4: LINK_IPV4,
+    link.LINKTYPE_IPV6: LINK_IPV6,
 }
 
 
@@ -383,11 +391,6 @@ cdef class PacketScanner:
 # `pipeline.ingest.split` cuts a capture where a reader of the previous range stops: it visits
 # every record (block) header. These walk the regular ones, as `PcapRecords.offsets` and
 # `PcapngBlocks.next_block` take them, and stop at anything else for those to decide.
-
-DEF SHB = 0x0A0D0D0A
-DEF IDB = 1
-DEF OPB = 2
-
 
 def walk_pcap(
     const unsigned char[:] buf, Py_ssize_t off, Py_ssize_t stop, bint little, Py_ssize_t hlen,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline.compiled import load
+from pipeline.compiled import kernel
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -20,11 +20,11 @@ SCAN_CAPACITY = 16_384  # packets a scanner holds before the reader hands them o
 
 
 def new_scanner(capacity: int = SCAN_CAPACITY) -> PacketScanner | None:
-    module = load("pipeline.ingest._scan")
+    module = kernel("scan")
     return None if module is None else module.PacketScanner(capacity)
 
 
 def compiled_walks() -> ModuleType | None:
     """The module of the splitter's compiled walks (`walk_pcap`, `PcapngWalk`), or None: the
     splitter then walks every record header in Python."""
-    return load("pipeline.ingest._scan")
+    return kernel("scan")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
-from pipeline.compiled import load
+from pipeline.compiled import built, kernel
 from pipeline.session.clock import to_datetime
 from pipeline.session.rows import Body, Row, TableRow
 
@@ -198,21 +198,20 @@ class PythonFrameRows(FrameRows, FrameColumns):
     __slots__ = ()
 
 
-try:
-    from pipeline.session._frame_rows import FrameColumns as _CompiledColumns
-except ImportError:  # not built
-    _CompiledColumns = None  # type: ignore[assignment, misc]
+_compiled = built("frame_rows")
 
-if _CompiledColumns is not None:
+if TYPE_CHECKING:  # the twin is typed as the reference
+    CompiledFrameRows = PythonFrameRows
+elif _compiled is not None:
 
-    class CompiledFrameRows(FrameRows, _CompiledColumns):  # type: ignore[misc]
+    class CompiledFrameRows(FrameRows, _compiled.FrameColumns):
         __slots__ = ()
 
 
 def new_frame_rows() -> FrameRows:
     """Empty rows of the compiled twin, or of the reference (not built, or pure Python asked
     for when the rows are made)."""
-    if _CompiledColumns is not None and load("pipeline.session._frame_rows") is not None:
+    if _compiled is not None and kernel("frame_rows") is not None:
         return CompiledFrameRows()
     return PythonFrameRows()
 

@@ -21,7 +21,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import schemas
-from pipeline.compiled import load
+from pipeline.compiled import built, kernel
 from pipeline.session.clock import to_datetime
 from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, Body, parse_length, user_headers
 
@@ -258,10 +258,7 @@ def _held_columns(rows: list[Any], kind: type[SlotRow]) -> tuple[list[Any], ...]
 MessageRow.COLUMNS = _columns_of("messages")
 AckRow.COLUMNS = _columns_of("acks")
 
-try:
-    from pipeline.session import _message_rows as _compiled
-except ImportError:  # not built
-    _compiled = None  # type: ignore[assignment]
+_compiled = built("message_rows")
 
 if TYPE_CHECKING:  # the twins are typed as the reference
     CompiledMessageRow = MessageRow
@@ -284,6 +281,6 @@ elif _compiled is not None:
 def row_kinds() -> tuple[type[MessageRow], type[AckRow]]:
     """The messages and acks rows of the compiled twin, or of the reference (not built, or pure
     Python asked for when the rows' maker is chosen)."""
-    if _compiled is not None and load("pipeline.session._message_rows") is not None:
+    if _compiled is not None and kernel("message_rows") is not None:
         return CompiledMessageRow, CompiledAckRow
     return MessageRow, AckRow

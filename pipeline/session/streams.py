@@ -18,7 +18,7 @@ from datetime import date, datetime
 from operator import itemgetter
 from types import ModuleType
 
-from pipeline.compiled import load
+from pipeline.compiled import kernel
 from pipeline.session.clock import to_datetime
 from pipeline.stomp import Decoder
 
@@ -204,5 +204,5 @@ def adopt(stream: DirectionStream) -> DirectionStream:
 def implementation() -> ModuleType:
     """The compiled twin (`_streams`), or this module (not built, or pure Python asked for):
     both have `Stamp`, `Chunk`, `DirectionStream`, `make_chunk`, `make_stamp` and `adopt`."""
-    module = load("pipeline.session._streams")
+    module = kernel("streams")
     return sys.modules[__name__] if module is None else module

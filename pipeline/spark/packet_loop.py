@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pipeline.compiled import load
+from pipeline.compiled import kernel
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import FIN, RST, SYN
 from pipeline.reassembly.stream import continues
@@ -157,5 +157,5 @@ class _Run:
 
 def packet_loop() -> FeedPackets:
     """The compiled loop, or this module's (not built, or pure Python asked for)."""
-    module = load("pipeline.spark._packet_loop")
+    module = kernel("packet_loop")
     return feed_packets if module is None else module.feed_packets

@@ -1,33 +1,14 @@
-"""Optional compiled hot paths of the decoder (``_speedups.c``), with pure Python as fallback.
+"""The decoder's optional C hot paths (`pipeline.compiled.KERNELS`' ``speedups``).
 
-Build them in place with ``python -m pipeline.stomp.build_speedups`` (needs a C compiler and
-the Python headers). Without the build, or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment,
-``compiled`` is None and the decoder runs its pure-Python twins, which give identical events.
+``compiled`` is the kernel, chosen when the decoder is imported, or None (not built, or
+``STOMP_LAKE_PURE_PYTHON=1``): the decoder then runs its pure-Python twins, which give identical
+events. Tests and benchmarks set it to compare the two.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-from pipeline.compiled import load as compiled_module
+from pipeline.compiled import kernel
 
-MODULE = "pipeline.stomp._speedups"
-
-
-def load() -> ModuleType | None:
-    return compiled_module(MODULE)
-
-
-def load_file(path: Path) -> ModuleType:
-    """Import a build of ``_speedups`` from ``path`` (a build outside the source tree)."""
-    spec = importlib.util.spec_from_file_location(MODULE, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-compiled: ModuleType | None = load()
+compiled: ModuleType | None = kernel("speedups")

@@ -26,4 +26,6 @@ def test_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     assert all(result["frames"] == report["frames"] > 0 for result in report["results"])
     assert all(result["mb_per_s"] > 0 for result in report["results"])
     assert set(report["speedup_vs_stomppy"]) == set(names)
+    assert any(name.startswith("pure Python") for name in names)
+    assert set(report["c_hot_paths_gain"]) == {"headers read", "headers not read"}
     assert "| decoder | MB/s |" in (tmp_path / "decoder.md").read_text()

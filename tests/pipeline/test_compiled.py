@@ -20,10 +20,13 @@ import pytest
 from fuzz.offline import OfflineResult, run_offline
 from pipeline.compiled import (
     CHECKOUT,
+    KERNELS,
     PURE_PYTHON_VARIABLE,
     SOURCE_MODULES,
     SourceFinder,
+    built,
     is_compiled,
+    kernel,
 )
 from pipeline.ingest.scan import new_scanner
 from pipeline.session import streams
@@ -38,6 +41,14 @@ def test_every_compiled_part_is_built() -> None:
     assert streams.implementation() is not streams
     for name in SOURCE_MODULES:
         assert is_compiled(importlib.import_module(name)), name
+    for name in KERNELS:
+        assert kernel(name) is built(name) is not None, name
+
+
+def test_kernels_are_off_when_pure_python_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PURE_PYTHON_VARIABLE, "1")
+    assert all(kernel(name) is None for name in KERNELS)
+    assert all(built(name) is not None for name in KERNELS)
 
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))

@@ -6,17 +6,17 @@ from types import ModuleType
 
 import pytest
 
-from pipeline.stomp import speedups
+from pipeline.compiled import PURE_PYTHON_VARIABLE, kernel
 
 
 def test_the_environment_can_force_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STOMP_LAKE_PURE_PYTHON", "1")
-    assert speedups.load() is None
+    monkeypatch.setenv(PURE_PYTHON_VARIABLE, "1")
+    assert kernel("speedups") is None
 
 
 def test_compiled_functions_refuse_wrong_arguments(compiled_speedups: ModuleType | None) -> None:
     if compiled_speedups is None:
-        pytest.skip("no C compiler: the compiled speedups could not be built")
+        pytest.skip("the compiled speedups are not built")
     with pytest.raises(TypeError):
         compiled_speedups.scan(b"", 0)
     with pytest.raises(TypeError):
