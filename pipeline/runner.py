@@ -23,17 +23,9 @@ from typing import TYPE_CHECKING, Any
 import schemas
 from pipeline.errors import UsageError
 from pipeline.inputs import NOT_A_CAPTURE, STALE_PARTIAL, check_inputs, stale_partials, tls_keylog
-from pipeline.lake import Lake, Ledger, begin_batch, carried, finish_batch, lake_lock, pending_batch
+from pipeline.lake.batches import PendingBatch
 from pipeline.lake.failpoints import failpoint
-from pipeline.lake.fingerprint import FileFingerprint
-from pipeline.lake.integrity import ensure_intact
-from pipeline.lake.orphans import cleanup_lake
-from pipeline.lake.staged_tables import (
-    commit_tables,
-    discard_tables,
-    stage_written,
-    staging_folders,
-)
+from pipeline.lake.front import LakeFront
 from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
@@ -83,15 +75,16 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
     captures, not_captures = check_inputs(
         config.inputs, config.tls_keylogs, close_open=config.close_open
     )
-    lake = Lake(config.lake).ensure()
     starting = SparkStart(config)
     # The driver's Python makes GX's and the gate's many containers and almost no cycles: with
     # Python's thresholds, collections walked them again and again (0.58 GB: validation 1.20-1.23
     # against 1.35-1.50 s, the driver's CPU 0.3 s less; runs alternated).
-    with fewer_collections(), lake_lock(lake, wait=config.wait_lock), starting:
-        ensure_intact(lake)  # before anything reads or writes the lake's state
-        ledger = Ledger(lake)
-        pending = pending_batch(lake)
+    with (
+        fewer_collections(),
+        LakeFront.open(config.lake, wait_lock=config.wait_lock) as front,
+        starting,
+    ):
+        pending = front.pending()
         if pending is not None:
             progress(
                 f"resuming batch {pending.batch_id} left unfinished by an earlier run (its own "
@@ -100,7 +93,7 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             batch, skipped = pending, {}
         else:
             try:
-                scan = ledger.scan(captures, on_first_unseen=starting.begin)
+                scan = front.scan(captures, on_first_unseen=starting.begin)
             finally:
                 # Until the JVM is up this process's stdout and stderr are pipes that threads
                 # forward (pipeline.startup.jvm_output): nothing is printed before, lest it be
@@ -113,18 +106,16 @@ def run(config: RunConfig, progress: Callable[[str], None] = print) -> RunResult
             partials = stale_partials(config.inputs)
             if partials:
                 skipped[STALE_PARTIAL] = partials
-            if not scan.new and config.batch_id and is_quarantined(lake, config.batch_id):
-                raise BatchQuarantined(lake, config.batch_id)
+            if not scan.new and config.batch_id and is_quarantined(front.lake, config.batch_id):
+                raise BatchQuarantined(front.lake, config.batch_id)
             if not scan.new and not config.close_open:
                 progress("no new capture files")
                 return RunResult(None, 0, {}, time.monotonic() - started, skipped_files=skipped)
-            batch = begin_batch(lake, scan.new, batch_id=config.batch_id)
-            failpoint("run.batch_begun")
-        if carried.current_state_batch(lake) == batch.batch_id:
+            batch = front.begin(scan.new, config.batch_id)
+        if front.complete_but_for_its_mark(batch):
             progress(f"batch {batch.batch_id} was complete but for its final mark")
-            finish_batch(lake, batch.batch_id)
             return RunResult(batch.batch_id, len(batch.files), {}, time.monotonic() - started)
-        result = _run_batch(config, lake, ledger, batch.batch_id, batch.files, progress, starting)
+        result = _run_batch(config, front, batch, progress, starting)
         result.skipped_files = skipped
         result.elapsed_s = time.monotonic() - started
         return result
@@ -199,10 +190,8 @@ def _skipped(scan: Any) -> dict[str, list[str]]:
 
 def _run_batch(
     config: RunConfig,
-    lake: Lake,
-    ledger: Ledger,
-    batch_id: str,
-    files: tuple[FileFingerprint, ...],
+    front: LakeFront,
+    batch: PendingBatch,
     progress: Callable[[str], None],
     starting: SparkStart,
 ) -> RunResult:
@@ -218,9 +207,9 @@ def _run_batch(
 
     timings: dict[str, float] = {}
     mark = time.monotonic()
-    paths = [f.path for f in files]
+    batch_id, paths = batch.batch_id, [f.path for f in batch.files]
     progress(f"batch {batch_id}: {len(paths)} capture files")
-    cleanup_lake(lake)
+    front.clean_up()
     spark = starting.session()
     timings["spark_start"] = _lap(mark) + starting.waited_s
     attach = getattr(progress, "attach", None)  # a live display polls Spark's status tracker
@@ -229,7 +218,7 @@ def _run_batch(
     mark = time.monotonic()
     counters = TaskCounters.create(spark)
     progress("stage 1/4: reading packets")
-    sizes = [f.size for f in files]
+    sizes = [f.size for f in batch.files]
     _figures(progress, lambda: counters.reading(sizes))
     keylog = tls_keylog(config.tls_keylogs, paths)
     packets = packets_frame(spark, paths, counters=counters, tls_randoms=len(keylog) > 0)
@@ -245,7 +234,7 @@ def _run_batch(
         partitions = task_count(spark.sparkContext.defaultParallelism, packet_count)
         cuts = ranges(weights, packet_count, partitions)
         # The flow pass's tasks write the tables' Parquet into these folders themselves.
-        folders = staging_folders(lake, batch_id, schemas.TABLES)
+        folders = front.table_folders(batch, schemas.TABLES)
         flow_config = FlowPassConfig(
             tuple(paths),
             config.options,
@@ -262,7 +251,7 @@ def _run_batch(
                 f"TLS: secrets for {found} of the {len(summary.client_randoms)} TLS "
                 f"connections read ({len(keylog)} in the key logs)"
             )
-        state = carried.read_carried(spark, lake)
+        state = front.carried_state(spark)
         progress("stage 2/4: decoding sessions, staging tables")
         _figures(progress, counters.decoding)
         flow_rows = flow_pass(packets, state, flow_config, partitions, counters, cuts)
@@ -275,7 +264,7 @@ def _run_batch(
         counts["anomalies"] += len(capture_rows)
         counts.update(stats)
         spark_validates = config.validate and not validates_on_duckdb(config)
-        staged = stage_written(spark, lake, batch_id, folders, written, read_now=spark_validates)
+        staged = front.stage(spark, batch, folders, written, read_now=spark_validates)
     packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
     timings["compute"] = _lap(mark)
     failpoint("run.staged")
@@ -297,7 +286,7 @@ def _run_batch(
         try:
             report = validate_batch(
                 spark,
-                lake,
+                front.lake,
                 batch_id,
                 staged.frames,
                 counts,
@@ -307,12 +296,7 @@ def _run_batch(
                 staged=staged.staged,
             )
         except ValidationFailed:
-            # Kept aside, not lost: the quarantine holds the tables (the staged files moved
-            # there); the files and the open connections move on so later batches are not held
-            # up by this one.
-            discard_tables(staged)
-            _write_carried(lake, batch_id, carried_rows)
-            _finish(lake, ledger, batch_id, files)
+            front.set_aside(staged, batch, carried_rows)  # in the quarantine, not lost
             raise
         finally:
             timings["validate"] = _lap(mark)
@@ -321,11 +305,9 @@ def _run_batch(
     mark = time.monotonic()
     failpoint("run.validated")
     progress("stage 4/4: committing")
-    _write_carried(lake, batch_id, carried_rows)
     tables = Tally("tables", len(staged.staged) + len(staged.computed))
     _figures(progress, tables.describe)
-    versions = commit_tables(staged, tables.update)
-    _finish(lake, ledger, batch_id, files)
+    versions = front.commit(staged, batch, carried_rows, tables.update)
     flow_rows.unpersist()
     timings["commit"] = _lap(mark)
     result = RunResult(batch_id, len(paths), counts, 0.0, versions, timings=timings)
@@ -342,23 +324,6 @@ def validates_on_duckdb(config: RunConfig) -> bool:
         known = ", ".join(VALIDATION_ENGINES)
         raise UsageError(f"validation engine {engine!r} (--validation-engine): one of {known}")
     return engine == "duckdb" or (engine == "auto" and config.spark.master.startswith("local"))
-
-
-def _write_carried(lake: Lake, batch_id: str, carried_rows: Any) -> None:
-    """The batch's carried state (``carried_rows``, None when no connection is left open), read
-    only once the state pointer names the batch: written again by a re-run, never half read."""
-    carried.write_carried(carried_rows, lake, batch_id)
-    failpoint("run.carried_written")
-
-
-def _finish(lake: Lake, ledger: Ledger, batch_id: str, files: tuple[FileFingerprint, ...]) -> None:
-    """Ledger, state pointer, end mark (the carried state written before): in this order, so a
-    re-run after a crash anywhere starts from the same state."""
-    ledger.record(files, batch_id)
-    failpoint("run.ledger_recorded")
-    carried.advance(lake, batch_id)
-    failpoint("run.advanced")
-    finish_batch(lake, batch_id)
 
 
 @dataclass(slots=True)
