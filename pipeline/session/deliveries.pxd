@@ -4,10 +4,11 @@
 cdef class DeliveryLedger:
     cdef public dict active, by_destination, by_key
     cdef public object pending, unacked, recent_ids
+    cdef public Py_ssize_t held_bytes
 
     cpdef subscription_for(self, sub_id, destination)
     cpdef bint seen_before(self, message_id)
-    cpdef deliver(self, frame_index, row, subscription, ack, message_id, at)
+    cpdef deliver(self, frame_index, row, subscription, ack, message_id, at, Py_ssize_t held)
     cpdef find(self, tuple keys)
     cpdef list settle(self, named, outcome, at, ack_frame_index)
     cpdef _forget(self, delivery)

@@ -19,6 +19,9 @@ class ModelOptions:
     late_thresholds: tuple[float, ...] = (1.0, 1.5, 2.0)  # -> late_1x, late_1_5x, late_2x
     lenient: bool = False  # decoder accepts the early protocol form (see pipeline.stomp)
     max_pending_messages: int = 10_000  # unsettled MESSAGEs kept per connection before giving up
+    # and the memory they may hold per connection (`deliveries.held_bytes`): with full bodies or
+    # previews of large messages, the count alone would bound nothing
+    max_pending_bytes: int = 64 << 20
 
     def __post_init__(self) -> None:
         if self.body_mode not in BODY_MODES:
@@ -27,3 +30,5 @@ class ModelOptions:
             raise ValueError("preview_bytes must be >= 0")
         if self.max_pending_messages < 1:
             raise ValueError("max_pending_messages must be >= 1")
+        if self.max_pending_bytes < 1:
+            raise ValueError("max_pending_bytes must be >= 1")

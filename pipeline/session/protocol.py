@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pipeline.compiled import set_slot_values, slot_values
 from pipeline.net import Direction
 from pipeline.session.clock import elapsed_ms
-from pipeline.session.deliveries import AUTO, DeliveryLedger, Subscription
+from pipeline.session.deliveries import AUTO, DeliveryLedger, Subscription, held_bytes
 from pipeline.session.message_rows import AckRow
 from pipeline.session.negotiation import Handshake, Problem
 from pipeline.session.options import ModelOptions
@@ -232,14 +232,23 @@ class ProtocolState:
         if message_id is not None and ledger.seen_before(message_id) and not redelivered:
             detail = f"MESSAGE {message_id!r} delivered again without redelivered:true"
             self._violation("duplicate_message_id", S2C, at, frame.start, detail)
-        if ledger.deliver(index, row, subscription, ack, message_id, at):
+        held = held_bytes(frame.end - frame.start - len(frame.body), body[2], body[3])
+        if ledger.deliver(index, row, subscription, ack, message_id, at, held):
             self.rows["messages"].append(row)
-        elif len(ledger.pending) > self.options.max_pending_messages:
+            return
+        options = self.options
+        while ledger.pending:
+            by_count = len(ledger.pending) > options.max_pending_messages
+            if not by_count and ledger.held_bytes <= options.max_pending_bytes:
+                return
             self.rows["messages"].append(ledger.give_up_oldest().row)
             if not self.pending_overflowed:
                 self.pending_overflowed = True
-                limit = self.options.max_pending_messages
-                detail = f"over {limit} unsettled MESSAGEs: the oldest count as never acknowledged"
+                if by_count:
+                    over = f"{options.max_pending_messages} unsettled MESSAGEs"
+                else:
+                    over = f"{options.max_pending_bytes} bytes held by unsettled MESSAGEs"
+                detail = f"over {over}: the oldest count as never acknowledged"
                 self._violation("pending_overflow", S2C, at, frame.start, detail)
 
     def _on_ack(self, index: int, headers: Headers, frame: Frame, body: Body, at: Chunk) -> None:

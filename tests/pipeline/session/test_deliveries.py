@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import pickle
+
 from pipeline.session import ModelOptions
+from pipeline.session.deliveries import PENDING_ROW_BYTES
 from pipeline.session.rows import TableRow
 from pipeline.stomp import encode_frame
 from tests.pipeline.session.conversation import MS, T0, Conversation, only
@@ -223,6 +226,61 @@ def test_transactional_ack_sent_before_the_message_does_not_settle_it_at_commit(
     assert rows["messages"][0]["ack_outcome"] == "none"
     assert rows["acks"][0]["acked_message_count"] == 0
     assert rows["transactions"][0]["acked_messages"] == 0
+
+
+def test_pending_messages_are_bounded_by_the_memory_they_hold() -> None:
+    body = b"x" * 10_000  # kept whole in the rows: body_mode full
+    talk = Conversation(ModelOptions(body_mode="full", max_pending_bytes=3 * 13_000))
+    talk.handshake()
+    talk.subscribe(5, "0", "client-individual")
+    for n in range(6):
+        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}", body=body)
+    talk.drain()
+    given_up = [m["message_id"] for m in talk.rows["messages"]]
+    assert given_up == ["m0", "m1", "m2"]
+    ledger = talk.model._protocol.ledger
+    assert len(ledger.pending) == 3 and ledger.held_bytes > 3 * (PENDING_ROW_BYTES + 10_000)
+    carried = pickle.loads(pickle.dumps(talk.model))._protocol.ledger  # as a connection carried
+    assert carried.held_bytes == ledger.held_bytes
+    for n in range(6):
+        talk.client(30 + n, "ACK", [("id", f"a{n}")])
+    talk.drain()
+    assert ledger.held_bytes == 0 and not ledger.pending
+    rows = talk.finish(40)
+    overflow = [a for a in rows["anomalies"] if a["kind"] == "pending_overflow"]
+    assert len(overflow) == 1 and "39000 bytes held by unsettled MESSAGEs" in overflow[0]["detail"]
+    kinds = [a["kind"] for a in rows["anomalies"]]
+    assert kinds.count("ack_unmatched_after_overflow") == 3
+    outcomes = {m["message_id"]: m["ack_outcome"] for m in rows["messages"]}
+    assert outcomes == {
+        "m0": "none",
+        "m1": "none",
+        "m2": "none",
+        "m3": "ACK",
+        "m4": "ACK",
+        "m5": "ACK",
+    }
+    assert rows["sessions"][0]["unacked_messages"] == 3
+
+
+def test_a_message_alone_past_the_memory_bound_is_given_up_at_once() -> None:
+    talk = Conversation(ModelOptions(body_mode="full", max_pending_bytes=4096))
+    talk.handshake()
+    talk.subscribe(5, "0", "client")
+    talk.message(10, "0", "big", ack="a1", body=b"x" * 8192)
+    talk.drain()
+    assert [m["ack_outcome"] for m in talk.rows["messages"]] == ["none"]
+    assert talk.model._protocol.ledger.held_bytes == 0
+
+
+def test_hash_mode_holds_no_body_so_large_messages_stay_within_the_count_bound() -> None:
+    talk = Conversation(ModelOptions(max_pending_bytes=64 << 20))
+    talk.handshake()
+    talk.subscribe(5, "0", "client")
+    for n in range(200):  # 200 MB of bodies, none of them held
+        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}", body=b"x" * 1_000_000)
+    talk.drain()
+    assert not talk.rows["messages"] and len(talk.model._protocol.ledger.pending) == 200
 
 
 def test_acks_of_given_up_messages_are_told_apart_from_unmatched_ones() -> None:

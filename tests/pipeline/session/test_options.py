@@ -14,7 +14,12 @@ def test_defaults_store_hashes_only() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"body_mode": "all"}, {"preview_bytes": -1}, {"max_pending_messages": 0}],
+    [
+        {"body_mode": "all"},
+        {"preview_bytes": -1},
+        {"max_pending_messages": 0},
+        {"max_pending_bytes": 0},
+    ],
 )
 def test_invalid_options_are_rejected(kwargs: dict) -> None:
     with pytest.raises(ValueError):
