@@ -19,14 +19,14 @@ $(VENV_PYTHON): FORCE
 $(BIN)/stomp-lake: pyproject.toml constraints.txt $(VENV_PYTHON)
 	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	STOMP_LAKE_SKIP_EXTENSIONS=1 $(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
-	mkdir -p build && touch $(COMPILED)
 
-# `pip install` builds the compiled hot paths (setup.py: the decoder's C; the Cython of the
-# capture scanner, the flow pass's loop, the session's streams, frame rows and message rows, and
-# of the modules compiled from their own source, `pipeline.compiled.SOURCE_MODULES`); with no
-# compiler the pure-Python twins run instead. After an edit, only what changed is compiled again.
+# The compiled hot paths (setup.py: the decoder's C; the Cython of the capture scanner, the flow
+# pass's loop, the session's streams, frame rows and message rows, and of the modules compiled
+# from their own source, `pipeline.compiled.SOURCE_MODULES`), built in place once after the
+# editable install (which skips them); with no compiler the pure-Python twins run instead. After
+# an edit, only what changed is compiled again.
 COMPILED := build/compiled.stamp
 COMPILED_FROM := setup.py pipeline/stomp/_speedups.c $(wildcard pipeline/*/_*.pyx pipeline/*.pxd pipeline/*/*.pxd) \
 	$(shell sed -n 's/^    "\(pipeline\.[a-z_.]*\)",$$/\1/p' pipeline/compiled.py | tr . / | sed 's/$$/.py/')

@@ -30,6 +30,11 @@ from setuptools import Extension, setup
 SOURCE_MODULES = runpy.run_path("pipeline/compiled.py")["SOURCE_MODULES"]
 GENERATED_C = "build/cython"  # Cython's C output, kept out of the source tree
 
+# `make venv` installs the package editable with this set, then builds the extensions in place
+# once (`setup.py build_ext --inplace`): the editable install would compile them all a first time
+# in a temporary folder, for nothing.
+SKIP_EXTENSIONS = os.environ.get("STOMP_LAKE_SKIP_EXTENSIONS") == "1"
+
 extensions = [
     Extension(
         "pipeline.stomp._speedups",
@@ -42,8 +47,12 @@ try:
     import numpy
     from Cython.Build import cythonize
 except ImportError:  # the build requires both (pyproject.toml); a bare setup.py call may not
-    pass
+    HAVE_CYTHON = False
 else:
+    HAVE_CYTHON = True
+if SKIP_EXTENSIONS:
+    extensions = []
+elif HAVE_CYTHON:
     extensions += cythonize(
         [
             Extension(

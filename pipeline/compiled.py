@@ -2,10 +2,10 @@
 
 `setup.py` builds it during `pip install` (a wheel has it), in two kinds:
 
-* `KERNELS`: hand-written Cython or C where pointers, ``malloc``/``pread`` or Arrow buffers are
-  needed, each beside a pure-Python module that stays the readable reference and gives
-  identical results. Code reaches one only through `kernel`, which returns None without a build
-  or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment; the reference then runs.
+* `KERNELS`: hand-written Cython or C, each beside a pure-Python module that stays the readable
+  reference and gives identical results. Code reaches one only through `kernel`, which returns
+  None without a build or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment; the reference
+  then runs.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
   model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
   their own source into an extension module of the same name, which Python's import prefers to

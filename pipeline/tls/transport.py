@@ -11,7 +11,6 @@ what was negotiated and whether the connection could be decrypted.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -23,8 +22,9 @@ from pipeline.websocket import Transport
 from pipeline.websocket.events import Control, Event, StompData, Violation
 from pipeline.websocket.transport import TCP
 
-# Records whose plaintext offsets are remembered per direction, to give inner events their TCP
-# offsets: a WebSocket frame longer than this many records gets the offset of the earliest kept.
+# Records whose plaintext offsets are remembered per direction (at least), to give inner events
+# their TCP offsets: a WebSocket frame longer than this many records may get the offset of the
+# earliest kept.
 MAX_RECORDS_MAPPED = 1 << 14
 
 
@@ -39,20 +39,22 @@ def looks_like_tls(data: bytes) -> bool:
 
 
 class _OffsetMap:
-    """Plaintext offsets of one direction's records, and the TCP offsets of the records."""
+    """Plaintext offsets of one direction's records, and the TCP offsets of the records: at
+    least the latest `MAX_RECORDS_MAPPED`, in lists (a deque's indexing, which `bisect` does, is
+    linear in the middle)."""
 
     __slots__ = ("plain", "tcp")
 
     def __init__(self) -> None:
-        self.plain: deque[int] = deque()
-        self.tcp: deque[int] = deque()
+        self.plain: list[int] = []
+        self.tcp: list[int] = []
 
     def add(self, plain_offset: int, tcp_offset: int) -> None:
         self.plain.append(plain_offset)
         self.tcp.append(tcp_offset)
-        if len(self.plain) > MAX_RECORDS_MAPPED:
-            self.plain.popleft()
-            self.tcp.popleft()
+        if len(self.plain) > 2 * MAX_RECORDS_MAPPED:
+            del self.plain[:MAX_RECORDS_MAPPED]
+            del self.tcp[:MAX_RECORDS_MAPPED]
 
     def tcp_of(self, plain_offset: int) -> int:
         index = bisect_right(self.plain, plain_offset) - 1
@@ -61,10 +63,13 @@ class _OffsetMap:
     def records(self, plain_offset: int, size: int) -> tuple[tuple[int, int], ...]:
         """(plaintext offset, TCP offset) of the records that carried these bytes, the first
         from ``plain_offset``."""
-        first = max(bisect_right(self.plain, plain_offset) - 1, 0)
-        last = bisect_right(self.plain, plain_offset + size - 1)
-        carried = [(plain_offset, self.tcp[first] if self.tcp else 0)]
-        carried += [(self.plain[i], self.tcp[i]) for i in range(first + 1, last)]
+        plain, tcp = self.plain, self.tcp
+        first = max(bisect_right(plain, plain_offset) - 1, 0)
+        last = bisect_right(plain, plain_offset + size - 1, first)
+        if last <= first + 1:  # one record, as when each TCP chunk completes one
+            return ((plain_offset, tcp[first] if tcp else 0),)
+        carried = [(plain_offset, tcp[first])]
+        carried += [(plain[i], tcp[i]) for i in range(first + 1, last)]
         return tuple(carried)
 
 
