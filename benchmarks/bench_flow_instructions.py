@@ -137,18 +137,18 @@ def split(annotated: str) -> dict[str, Any]:
     return {"total": total, "components": components}
 
 
-def run(out: Path, data: Path, megabytes: int, shape: str = "broker") -> dict[str, Any]:
+def run(out: Path, data: Path, megabytes: float, shape: str = "broker") -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         raise SystemExit("bench_flow_instructions needs valgrind (Debian: apt install valgrind)")
     # Connections of about 2 MB: about 1,300 frames each, as `bench_run`'s 600 connections of
     # 2.26 GB have 1,900 (the default 400 connections would make the sessions' start and end a
     # large part of a small capture).
-    connections = max(1, megabytes // 2)
+    connections = max(1, int(megabytes // 2))
     spec = TrafficSpec(
-        megabytes * 1_000_000, connections, concurrent=min(60, connections), shape=shape
+        int(megabytes * 1_000_000), connections, concurrent=min(60, connections), shape=shape
     )
     suffix = "" if shape == "broker" else f"-{shape}"
-    capture = generate_files(spec, data / f"flow-instructions{suffix}-{megabytes}mb")
+    capture = generate_files(spec, data / f"flow-instructions{suffix}-{megabytes:g}mb")
     paths = [str(p) for p in capture.paths]
     pieces = sorted_pieces(paths)
     ways: dict[str, dict[str, Any]] = {}
@@ -219,7 +219,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--mb", type=int, default=20)
+    parser.add_argument("--mb", type=float, default=20)
     parser.add_argument("--shape", choices=SHAPES, default="broker", help="traffic shape")
     args = parser.parse_args()
     print(markdown(run(args.out, args.data, args.mb, args.shape)))

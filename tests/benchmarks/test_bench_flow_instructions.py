@@ -50,7 +50,7 @@ def test_benchmark_counts_both_ways_on_the_same_frames_and_writes_both_reports(
     tmp_path: Path,
 ) -> None:
     command = [sys.executable, "-m", "benchmarks.bench_flow_instructions", "--out", str(tmp_path)]
-    command += ["--data", str(tmp_path / "data"), "--mb", "1", "--shape", "small"]
+    command += ["--data", str(tmp_path / "data"), "--mb", "0.3", "--shape", "small"]
     subprocess.run(command, cwd=ROOT, check=True, capture_output=True, timeout=600)
     result = json.loads((tmp_path / "flow_instructions-small.json").read_text())
     assert result["frames"] > 0  # the run refuses ways that wrote different frame counts

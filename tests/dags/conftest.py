@@ -7,6 +7,8 @@ on a clean clone, instant afterwards); a failure there is an error of those test
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import sys
@@ -47,6 +49,17 @@ class IngestedInterval:
     empty_lake: Path
     unconfigured: dict  # a run without the capture folder setting
 
+    def to_json(self) -> str:
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in fields.items()})
+
+    @classmethod
+    def from_json(cls, text: str) -> IngestedInterval:
+        fields = json.loads(text)
+        for name in ("captures", "lake", "empty_lake"):
+            fields[name] = Path(fields[name])
+        return cls(**fields)
+
 
 def ingest_env(captures: Path, lake: Path) -> dict[str, str]:
     return {
@@ -85,11 +98,31 @@ def dag_report(airflow_venv: Path, airflow_home: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def ingested_interval(
-    airflow_venv: Path, airflow_home: Path, tmp_path_factory: pytest.TempPathFactory
+    airflow_venv: Path,
+    airflow_home: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
 ) -> IngestedInterval:
     """`dag.test()` of the ingestion DAG over one interval of sample captures, with validation,
     then again; before them, a run of an empty interval and one missing a setting. One Airflow
-    process for all: its start-up costs seconds."""
+    process for all: its start-up costs seconds. Made once for all the test workers (pytest-xdist
+    gives each its own session): the first to ask makes it, the others read what it recorded, as
+    the tests only read it."""
+    if worker_id == "master":
+        return _ingest_interval(airflow_venv, airflow_home, tmp_path_factory)
+    shared = tmp_path_factory.getbasetemp().parent / "ingested-interval.json"
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            return IngestedInterval.from_json(shared.read_text())
+        interval = _ingest_interval(airflow_venv, airflow_home, tmp_path_factory)
+        shared.write_text(interval.to_json())
+        return interval
+
+
+def _ingest_interval(
+    airflow_venv: Path, airflow_home: Path, tmp_path_factory: pytest.TempPathFactory
+) -> IngestedInterval:
     from tests.dags.airflow_runner import run_dags
     from tests.support.split_capture import split_by_time
 
