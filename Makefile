@@ -80,7 +80,7 @@ lint: venv
 	$(BIN)/ruff check .
 
 # Lint and types ([tool.mypy] in pyproject.toml): a minute, no test
-static: venv
+static: $(BIN)/stomp-lake  # the venv's tools, not the compiled code: beside the compiling
 	$(BIN)/ruff check .
 	$(BIN)/python -m mypy
 

@@ -32,9 +32,35 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session.stop()
 
 
+# The files that take minutes, longest first (the ingestion DAG's before the maintenance DAG's,
+# which reads the lake it makes). `make test` hands whole files to two workers in the order
+# collected: one of these drawn last is a tail that one worker runs alone.
+LONGEST_FIRST = (
+    "tests/pipeline/validation/test_gate.py",
+    "tests/dags/test_stomp_lake_ingest.py",
+    "tests/dags/test_scheduler.py",
+    "tests/dags/test_readme_airflow.py",
+    "tests/pipeline/validation/test_checks.py",
+    "tests/pipeline/commands/test_run_full_disk.py",
+    "tests/pipeline/commands/test_run_faults.py",
+    "tests/dags/test_stomp_lake_maintenance.py",
+    "tests/pipeline/test_process.py",
+    "tests/pipeline/spark/test_cluster.py",
+    "tests/benchmarks/test_bench_flow_instructions.py",
+    "tests/pipeline/commands/test_run_tls.py",
+    "tests/benchmarks/test_bench_run.py",
+    "tests/pipeline/commands/test_run.py",
+    "tests/pipeline/commands/test_sql.py",
+    "tests/pipeline/commands/test_run_bounded_files.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that takes the SparkSession (directly or through a fixture) needs Spark, marked or
-    not: `make check`, which runs the tests needing no Spark, leaves it out."""
+    not: `make check`, which runs the tests needing no Spark, leaves it out. The longest files
+    go first (`LONGEST_FIRST`), the rest in their order."""
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
