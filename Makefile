@@ -96,7 +96,7 @@ check: static
 # nothing kept.
 FUZZ_TARGETS := decoder capture_reader reassembly flow websocket tls masker
 SECONDS ?= 600
-FUZZ_CI_SECONDS ?= 10
+FUZZ_CI_SECONDS ?= 6
 FUZZ_CI_JOBS ?= 2  # targets at once
 ATHERIS := $(BIN)/python -c "import atheris" 2>/dev/null || $(BIN)/pip install -q atheris==3.0.0
 
