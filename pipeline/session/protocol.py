@@ -232,7 +232,9 @@ class ProtocolState:
         if message_id is not None and ledger.seen_before(message_id) and not redelivered:
             detail = f"MESSAGE {message_id!r} delivered again without redelivered:true"
             self._violation("duplicate_message_id", S2C, at, frame.start, detail)
-        held = held_bytes(frame.end - frame.start - len(frame.body), body[2], body[3])
+        held = 0  # auto mode settles at once: nothing is held
+        if subscription.ack_mode != AUTO:
+            held = held_bytes(frame.end - frame.start - len(frame.body), body[2], body[3])
         if ledger.deliver(index, row, subscription, ack, message_id, at, held):
             self.rows["messages"].append(row)
             return
