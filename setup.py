@@ -4,17 +4,13 @@
 * `pipeline.ingest._scan` (Cython): the capture readers' loop over plain TCP packets.
 * `pipeline.spark._packet_loop` (Cython): the flow pass's loop over a flow's packets (in-order
   runs gathered, payloads read back).
-* `pipeline.session._streams` (Cython): the session model's chunk bookkeeping, a chunk per
-  capture packet.
 * `pipeline.session._arrow_columns` (Cython): table columns built in Arrow's buffers as their
-  values come (for the two modules below).
+  values come.
 * `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
-  decoded frame.
-* `pipeline.session._message_rows` (Cython): the messages and acks tables' rows, a C field per
-  column.
+  decoded frame, in Arrow's buffers.
 * `pipeline.compiled.SOURCE_MODULES` (Cython, from their own unchanged source): the session
-  model, the connection tracker and reassembler, the STOMP decoder; the source is imported
-  instead under STOMP_LAKE_PURE_PYTHON=1 or when it is newer than its build.
+  model, its streams and rows, the connection tracker and reassembler, the STOMP decoder; the
+  source is imported instead under STOMP_LAKE_PURE_PYTHON=1 or when it is newer than its build.
 
 All are optional: without a working compiler (or without Cython, for the second) the install
 still succeeds and the pure-Python twins run, as with STOMP_LAKE_PURE_PYTHON=1
@@ -70,12 +66,6 @@ elif HAVE_CYTHON:
                 optional=True,
             ),
             Extension(
-                "pipeline.session._streams",
-                ["pipeline/session/_streams.pyx"],
-                extra_compile_args=["-O2"],
-                optional=True,
-            ),
-            Extension(
                 "pipeline.session._frame_rows",
                 ["pipeline/session/_frame_rows.pyx"],
                 extra_compile_args=["-O2"],
@@ -84,12 +74,6 @@ elif HAVE_CYTHON:
             Extension(
                 "pipeline.session._arrow_columns",
                 ["pipeline/session/_arrow_columns.pyx"],
-                extra_compile_args=["-O2"],
-                optional=True,
-            ),
-            Extension(
-                "pipeline.session._message_rows",
-                ["pipeline/session/_message_rows.pyx"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

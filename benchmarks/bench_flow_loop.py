@@ -239,12 +239,10 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['session_model_share']:.0%} of the compiled way (median over rounds of 1 - "
         "no_session_model / compiled): the part a compiled session model would cut.",
         "",
-        "`compiled`: as `stomp-lake run` runs (`pipeline/spark/_packet_loop.pyx`, "
-        "`pipeline/session/_streams.pyx`, `pipeline/session/_frame_rows.pyx`, the decoder's "
-        "`_speedups.c`, and `pipeline.compiled.SOURCE_MODULES` compiled from their own source); "
+        "`compiled`: as `stomp-lake run` runs (the kernels of `pipeline.compiled.KERNELS`, "
+        "and `pipeline.compiled.SOURCE_MODULES` compiled from their own source); "
         "`source_modules`: those imported as source; `pure_python_loop`: the "
-        "loop's twin `pipeline/spark/packet_loop.py` (the streams' twin runs only with the "
-        "model as source: the compiled model reads its compiled streams typed); "
+        "loop's twin `pipeline/spark/packet_loop.py`; "
         "`pure_python`: STOMP_LAKE_PURE_PYTHON=1. What is left in every way is Python: the "
         "reassembler's per-run work, the session model and the table rows. `no_session_model`: "
         "compiled, every frame and heart-beat decoded (by the version the connection starts "

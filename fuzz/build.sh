@@ -68,10 +68,8 @@ echo "fuzz-build: $built sanitized extension modules in $OUT"
 "$PYTHON" - <<'PY'
 import runpy, sys
 from pathlib import Path
-expected = {"pipeline.stomp._speedups", "pipeline.ingest._scan", "pipeline.spark._packet_loop",
-            "pipeline.session._streams", "pipeline.session._frame_rows",
-            "pipeline.session._arrow_columns", "pipeline.session._message_rows",
-            *runpy.run_path("pipeline/compiled.py")["SOURCE_MODULES"]}
+compiled = runpy.run_path("pipeline/compiled.py")
+expected = {*compiled["KERNELS"].values(), *compiled["SOURCE_MODULES"]}
 missing = [m for m in sorted(expected) if not list(Path().glob(m.replace(".", "/") + ".*.so"))]
 if missing:
     sys.exit(f"fuzz-build: not built: {', '.join(missing)}")

@@ -29,10 +29,10 @@ from fuzz.seeds import PASSCODE, stomp_streams
 from pipeline.ingest.records import ACK, FIN, RST, SYN, TcpPacket
 from pipeline.reassembly import Closed, Conflict, ConnectionTracker, Data, Gap, Opened, Segment
 from pipeline.session.rows import TableRow
+from pipeline.spark.arrow_rows import row_batch
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.pieces import PieceBuilder
-from pipeline.spark.table_files import row_batch
-from tests.support.flow_rows import HeldRows
+from tests.support.flow_rows import SunkRows
 
 RECORD = struct.Struct("!BHBBB")
 CLIENT = ("127.0.0.1", 40001)
@@ -138,7 +138,7 @@ def run_flows(
 ) -> tuple[dict, list[dict]]:
     """Table rows (by table) and state rows of the flow runner over carried states, then the
     packets as one flow piece."""
-    held = HeldRows()
+    held = SunkRows()
     runner = FlowRunner(FlowPassConfig((path,), close_open=close_open), held)
     for row in carried:
         runner.resume(row["flow_key"], row["state"])

@@ -3,7 +3,7 @@
 Mirrors what `pipeline.spark` does around the pure-Python parts: every split of every file is
 read into flow pieces with `read_split` (the exact Arrow batches of phase 1), pieces are
 sorted as `flow_pass` sorts them, fed to a `FlowRunner`, and its table rows are converted to
-Arrow as the pass's Parquet writer converts them (`table_files.row_batch`). A value the writer
+Arrow as the pass's Parquet writer converts them (`arrow_rows.row_batch`). A value the writer
 could not take (an integer past int64, a date out of range, a null in a non-null column) fails
 here as it would there.
 """
@@ -20,10 +20,10 @@ import schemas
 from pipeline.ingest import split_capture
 from pipeline.session import ModelOptions
 from pipeline.session.rows import TableRow
+from pipeline.spark.arrow_rows import row_batch
 from pipeline.spark.captures import read_split
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
-from pipeline.spark.table_files import row_batch
-from tests.support.flow_rows import HeldRows
+from tests.support.flow_rows import SunkRows
 
 CAPTURE_TABLE = "anomalies"
 _UNMASKED = re.compile(r"(?i)passcode\s*[:=]\s*(?!\*\*\*)[^\s,;]")
@@ -70,7 +70,7 @@ def run_offline(
                         )
     piece_rows.sort(key=_sort_key)
     config = FlowPassConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
-    held = HeldRows()
+    held = SunkRows()
     runner = FlowRunner(config, held)
     tables: dict[str, list[TableRow]] = {name: [] for name in schemas.TABLES}
     if piece_rows:

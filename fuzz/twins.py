@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from pipeline.compiled import PURE_PYTHON_VARIABLE, SOURCE_MODULES, is_compiled
+from pipeline.compiled import KERNELS, PURE_PYTHON_VARIABLE, SOURCE_MODULES, is_compiled
 
 _loaded: dict[str, ModuleType] = {}
 _twin_modules: dict[str, ModuleType] = {}  # every module of the twin, by name
@@ -69,17 +69,8 @@ def running_pure() -> Iterator[None]:
 
 def compiled_modules() -> list[str]:
     """The package's compiled modules loaded in this process (its twins are never among them)."""
-    twins = (
-        "pipeline.stomp._speedups",
-        "pipeline.ingest._scan",
-        "pipeline.spark._packet_loop",
-        "pipeline.session._streams",
-        "pipeline.session._frame_rows",
-        "pipeline.session._arrow_columns",
-        "pipeline.session._message_rows",
-    )
     return [
         name
-        for name in (*twins, *SOURCE_MODULES)
+        for name in (*KERNELS.values(), *SOURCE_MODULES)
         if name in sys.modules and is_compiled(sys.modules[name])
     ]

@@ -2,8 +2,9 @@
 
 `setup.py` builds it during `pip install` (a wheel has it), in two kinds:
 
-* `KERNELS`: hand-written Cython or C, each beside a pure-Python module that stays the readable
-  reference and gives identical results. Code reaches one only through `kernel`, which returns
+* `KERNELS`: hand-written Cython or C, only where pointers, file reads or Arrow's buffers need
+  it, each with a pure-Python reference that gives identical results (a module beside it, or
+  for the Arrow columns `pyarrow.array`). Code reaches one only through `kernel`, which returns
   None without a build or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment; the reference
   then runs.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
@@ -42,6 +43,7 @@ SOURCE_MODULES = (
     "pipeline.reassembly.stream",
     "pipeline.session.clock",
     "pipeline.session.deliveries",
+    "pipeline.session.message_rows",
     "pipeline.session.model",
     "pipeline.session.negotiation",
     "pipeline.session.outbox",
@@ -70,9 +72,8 @@ _log = logging.getLogger(__name__)
 KERNELS = {
     "scan": "pipeline.ingest._scan",  # capture records and packets (reference: pcap, pcapng)
     "packet_loop": "pipeline.spark._packet_loop",  # packets to connections (packet_loop.py)
-    "streams": "pipeline.session._streams",  # a direction's bytes and stamps (streams.py)
     "frame_rows": "pipeline.session._frame_rows",  # frames table columns (frame_rows.py)
-    "message_rows": "pipeline.session._message_rows",  # messages, acks rows (message_rows.py)
+    "arrow_columns": "pipeline.session._arrow_columns",  # columns in Arrow's buffers (pa.array)
     "speedups": "pipeline.stomp._speedups",  # decoder hot paths in C (fast_path.py, headers.py)
 }
 

@@ -3,7 +3,7 @@
 A frames row per decoded frame was a dict, converted to Arrow field by field when written: with
 the writing, a fifth of the flow pass. Here a frame appends its values to the lists
 (`FrameColumns.add`), and the writer turns each list into an Arrow array at once
-(`pipeline.spark.table_files`). ``_frame_rows.pyx`` is the compiled twin of `FrameColumns`.
+(`pipeline.spark.arrow_rows`). ``_frame_rows.pyx`` is the compiled twin of `FrameColumns`.
 
 Read as a sequence, the rows are dicts with the columns of ``schemas/tables/frames.json`` but
 ``batch_id``, as the other tables' rows are.
@@ -217,7 +217,3 @@ def new_frame_rows() -> FrameRows:
 
 
 TableRows = list[TableRow] | FrameRows  # a table's rows, as a drain hands them over
-
-
-def new_table_rows(table: str) -> TableRows:
-    return new_frame_rows() if table == "frames" else []

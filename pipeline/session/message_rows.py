@@ -2,11 +2,10 @@
 
 A MESSAGE's row is made when its frame is decoded and filled in when it is settled (ACK, NACK,
 the end of the connection) or its transaction ends; an ACK's row when the ACK is applied. As
-dicts they were built key by key and converted to Arrow a row at a time: one task's share of
-2.26 GB spent 0.62 of its 6.4 s converting them. As objects they are built slot by slot, and
-the writer takes each column out of a table's rows at once (`columns`) and converts it whole, as
-it does the frames' lists (`pipeline.spark.table_files.slot_batch`). ``_message_rows.pyx`` is
-the compiled twin of the slots and of `make` and `columns`.
+dicts they were built key by key and converted to Arrow a row at a time; as objects they are
+built slot by slot, and the writer takes each column out of a table's rows at once (`columns`)
+and converts it whole, as it does the frames' (`pipeline.spark.table_files`). Compiled from this
+source (`pipeline.compiled.SOURCE_MODULES`, ``message_rows.pxd``), the slots are C fields.
 
 The timestamp columns (``ts``, ``acked_at``, ``delivered_at``) and ``date`` are not held: they
 are made from their ``_ns`` twins, by the writer as Arrow arrays and, read by name, as datetimes.
@@ -16,12 +15,10 @@ dict rows are.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import schemas
-from pipeline.compiled import built, kernel
 from pipeline.session.clock import to_datetime
 from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, Body, parse_length, user_headers
 
@@ -69,21 +66,35 @@ ACK_FIELDS: tuple[str, ...] = (
 )
 
 
+def _columns_of(table: str) -> tuple[str, ...]:
+    return tuple(f.name for f in schemas.load(table).arrow_schema() if f.name != "batch_id")
+
+
 class SlotRow(Mapping[str, Any]):
-    """What the two twins of a table's row share: the row read by column name."""
+    """What the rows held in slots share: read by column name, as a mapping of the table's
+    columns but batch_id. A kind of row derives from this and from the class of its fields
+    (`MessageFields`, `AckFields`), which are C fields where compiled."""
 
     __slots__ = ()
     TABLE: ClassVar[str]
-    FIELDS: ClassVar[tuple[str, ...]]  # held, in the order `columns` gives them
+    FIELDS: ClassVar[tuple[str, ...]]  # held, in the order `held` and `columns` give them
     COLUMNS: ClassVar[tuple[str, ...]]  # the table's columns but batch_id, in its order
 
-    if TYPE_CHECKING:  # each twin's own, not one shadowing the compiled twin's
-
-        @staticmethod
-        def columns(rows: list[Any]) -> tuple[list[Any], ...]:
-            """The held columns of ``rows``, all of this kind, in the order of `FIELDS`."""
-
     ts_ns: int  # held by every kind: ``ts`` and the date are made from it
+
+    if TYPE_CHECKING:  # the fields' class's, not one shadowing it
+
+        def held(self) -> tuple[Any, ...]: ...
+
+    @classmethod
+    def columns(cls, rows: list[Any]) -> tuple[list[Any], ...]:
+        """The held columns of ``rows``, all of this kind, in the order of `FIELDS`."""
+        for row in rows:
+            if type(row) is not cls:
+                raise TypeError(f"a {cls.__name__} was expected, not {type(row).__name__}")
+        if not rows:
+            return tuple([] for _ in cls.FIELDS)
+        return tuple(list(column) for column in zip(*[row.held() for row in rows], strict=True))
 
     def __getitem__(self, name: str) -> Any:
         """A held column, or a timestamp made from its held ``_ns`` twin, or the date."""
@@ -111,17 +122,22 @@ class SlotRow(Mapping[str, Any]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict(self)!r})"
 
+    def __reduce__(self) -> tuple[Callable[..., SlotRow], tuple[Any, ...]]:
+        """Pickled as its kind and held values, compiled or not alike."""
+        return _remade, (type(self), self.held())
 
-def _columns_of(table: str) -> tuple[str, ...]:
-    return tuple(f.name for f in schemas.load(table).arrow_schema() if f.name != "batch_id")
+
+def _remade(kind: type[SlotRow], held: tuple[Any, ...]) -> SlotRow:
+    row = kind.__new__(kind)
+    for name, value in zip(kind.FIELDS, held, strict=True):
+        setattr(row, name, value)
+    return row
 
 
-class MessageRow(SlotRow):
-    """The reference: a messages row in a slotted Python object."""
+class MessageFields:
+    """A messages row's held columns."""
 
     __slots__ = MESSAGE_FIELDS
-    TABLE = "messages"
-    FIELDS = MESSAGE_FIELDS
 
     session_id: str
     direction: str
@@ -159,43 +175,78 @@ class MessageRow(SlotRow):
         body: Body,
         ts_ns: int,
         ack_mode: str | None,
-    ) -> MessageRow:
-        get = headers.get
+    ) -> Self:
         row = cls.__new__(cls)
-        row.session_id = session_id
-        row.direction = direction
-        row.frame_index = frame_index
-        row.ts_ns = ts_ns
-        row.command = command
-        row.destination = get("destination")
-        row.message_id = get("message-id")
-        row.subscription = get("subscription")
-        row.ack_id = get("ack")
-        row.transaction = get("transaction")
-        row.transaction_outcome = None
-        row.content_type = get("content-type")
-        row.content_length = parse_length(get("content-length"))
-        row.body_length, row.body_sha256, row.body_preview, row.body = body
-        row.receipt = get("receipt")
-        row.user_headers = user_headers(headers)
-        row.ack_mode = ack_mode
-        row.ack_outcome = None
-        row.acked_at_ns = None
-        row.ack_latency_ms = None
-        row.ack_frame_index = None
+        row._fill(session_id, direction, frame_index, command, headers, body, ts_ns, ack_mode)
         return row
 
-    @staticmethod
-    def columns(rows: list[Any]) -> tuple[list[Any], ...]:
-        return _held_columns(rows, MessageRow)
+    def _fill(
+        self,
+        session_id: str,
+        direction: str,
+        frame_index: int,
+        command: str,
+        headers: dict[str, str],
+        body: Body,
+        ts_ns: int,
+        ack_mode: str | None,
+    ) -> None:
+        self.session_id = session_id
+        self.direction = direction
+        self.frame_index = frame_index
+        self.ts_ns = ts_ns
+        self.command = command
+        self.destination = headers.get("destination")
+        self.message_id = headers.get("message-id")
+        self.subscription = headers.get("subscription")
+        self.ack_id = headers.get("ack")
+        self.transaction = headers.get("transaction")
+        self.transaction_outcome = None
+        self.content_type = headers.get("content-type")
+        self.content_length = parse_length(headers.get("content-length"))
+        self.body_length, self.body_sha256, self.body_preview, self.body = body
+        self.receipt = headers.get("receipt")
+        self.user_headers = user_headers(headers)
+        self.ack_mode = ack_mode
+        self.ack_outcome = None
+        self.acked_at_ns = None
+        self.ack_latency_ms = None
+        self.ack_frame_index = None
+
+    def held(self) -> tuple[Any, ...]:
+        """The held values, in the order of the table's fields."""
+        return (
+            self.session_id,
+            self.direction,
+            self.frame_index,
+            self.ts_ns,
+            self.command,
+            self.destination,
+            self.message_id,
+            self.subscription,
+            self.ack_id,
+            self.transaction,
+            self.transaction_outcome,
+            self.content_type,
+            self.content_length,
+            self.body_length,
+            self.body_sha256,
+            self.body_preview,
+            self.body,
+            self.receipt,
+            self.user_headers,
+            self.ack_mode,
+            self.ack_outcome,
+            self.acked_at_ns,
+            self.ack_latency_ms,
+            self.ack_frame_index,
+        )
 
 
-class AckRow(SlotRow):
-    """The reference: an acks row in a slotted Python object."""
+class AckFields:
+    """An acks row's held columns."""
 
     __slots__ = ACK_FIELDS
-    TABLE = "acks"
-    FIELDS = ACK_FIELDS
 
     session_id: str
     frame_index: int
@@ -221,66 +272,68 @@ class AckRow(SlotRow):
         headers: dict[str, str],
         ack_id: str | None,
         ts_ns: int,
-    ) -> AckRow:
-        get = headers.get
+    ) -> Self:
         row = cls.__new__(cls)
-        row.session_id = session_id
-        row.frame_index = frame_index
-        row.ts_ns = ts_ns
-        row.command = command
-        row.ack_id = ack_id
-        row.message_id = get("message-id")
-        row.subscription = get("subscription")
-        row.ack_mode = None
-        row.transaction = get("transaction")
-        row.transaction_outcome = None
-        row.acked_message_count = 0
-        row.delivered_at_ns = None
-        row.latency_ms = None
-        row.receipt = get("receipt")
+        row._fill(session_id, frame_index, command, headers, ack_id, ts_ns)
         return row
 
-    @staticmethod
-    def columns(rows: list[Any]) -> tuple[list[Any], ...]:
-        return _held_columns(rows, AckRow)
+    def _fill(
+        self,
+        session_id: str,
+        frame_index: int,
+        command: str,
+        headers: dict[str, str],
+        ack_id: str | None,
+        ts_ns: int,
+    ) -> None:
+        self.session_id = session_id
+        self.frame_index = frame_index
+        self.ts_ns = ts_ns
+        self.command = command
+        self.ack_id = ack_id
+        self.message_id = headers.get("message-id")
+        self.subscription = headers.get("subscription")
+        self.ack_mode = None
+        self.transaction = headers.get("transaction")
+        self.transaction_outcome = None
+        self.acked_message_count = 0
+        self.delivered_at_ns = None
+        self.latency_ms = None
+        self.receipt = headers.get("receipt")
+
+    def held(self) -> tuple[Any, ...]:
+        """The held values, in the order of the table's fields."""
+        return (
+            self.session_id,
+            self.frame_index,
+            self.ts_ns,
+            self.command,
+            self.ack_id,
+            self.message_id,
+            self.subscription,
+            self.ack_mode,
+            self.transaction,
+            self.transaction_outcome,
+            self.acked_message_count,
+            self.delivered_at_ns,
+            self.latency_ms,
+            self.receipt,
+        )
 
 
-def _held_columns(rows: list[Any], kind: type[SlotRow]) -> tuple[list[Any], ...]:
-    for row in rows:
-        if not isinstance(row, kind):
-            raise TypeError(f"a {kind.__name__} was expected, not {type(row).__name__}")
-    if not rows:
-        return tuple([] for _ in kind.FIELDS)
-    values = map(attrgetter(*kind.FIELDS), rows)
-    return tuple(list(column) for column in zip(*values, strict=True))
+class MessageRow(SlotRow, MessageFields):
+    """A messages row."""
+
+    __slots__ = ()
+    TABLE = "messages"
+    FIELDS = MESSAGE_FIELDS
+    COLUMNS = _columns_of("messages")
 
 
-MessageRow.COLUMNS = _columns_of("messages")
-AckRow.COLUMNS = _columns_of("acks")
+class AckRow(SlotRow, AckFields):
+    """An acks row."""
 
-_compiled = built("message_rows")
-
-if TYPE_CHECKING:  # the twins are typed as the reference
-    CompiledMessageRow = MessageRow
-    CompiledAckRow = AckRow
-elif _compiled is not None:
-
-    class CompiledMessageRow(SlotRow, _compiled.MessageSlots):
-        __slots__ = ()
-        TABLE = "messages"
-        FIELDS = MESSAGE_FIELDS
-        COLUMNS = MessageRow.COLUMNS
-
-    class CompiledAckRow(SlotRow, _compiled.AckSlots):
-        __slots__ = ()
-        TABLE = "acks"
-        FIELDS = ACK_FIELDS
-        COLUMNS = AckRow.COLUMNS
-
-
-def row_kinds() -> tuple[type[MessageRow], type[AckRow]]:
-    """The messages and acks rows of the compiled twin, or of the reference (not built, or pure
-    Python asked for when the rows' maker is chosen)."""
-    if _compiled is not None and kernel("message_rows") is not None:
-        return CompiledMessageRow, CompiledAckRow
-    return MessageRow, AckRow
+    __slots__ = ()
+    TABLE = "acks"
+    FIELDS = ACK_FIELDS
+    COLUMNS = _columns_of("acks")

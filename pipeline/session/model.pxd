@@ -4,10 +4,10 @@
 
 import cython
 
-# Aliased: model.py imports the Python names (the pure-Python twins' classes) itself.
-from pipeline.session._streams cimport Chunk as CChunk, DirectionStream as CStream
+# Aliased: model.py imports the Python names itself.
 from pipeline.session.outbox cimport Outbox as COutbox
 from pipeline.session.protocol cimport ProtocolState as CProtocolState
+from pipeline.session.streams cimport Chunk as CChunk, DirectionStream as CStream
 from pipeline.stomp.decoder cimport Decoder as CDecoder
 from pipeline.stomp.events cimport Frame as CFrame
 

@@ -47,13 +47,10 @@ Choices worth knowing when reading the tables:
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterable
-from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pipeline.compiled import is_compiled, set_slot_values, slot_values
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.negotiation import decoder_version
@@ -70,7 +67,7 @@ from pipeline.session.privacy import (
 )
 from pipeline.session.protocol import C2S, S2C, SIDE, ProtocolState
 from pipeline.session.rows import Row, heartbeat_row, websocket_control_row
-from pipeline.session.streams import DirectionStream, Stamp, implementation
+from pipeline.session.streams import DirectionStream, Stamp
 from pipeline.stomp import ALL_COMMANDS, NEED_DATA, Event, Frame, HeartBeat
 from pipeline.stomp import Violation as StompViolation
 
@@ -102,14 +99,6 @@ WEBSOCKET_COLUMNS: tuple[str, ...] = (
     "ws_close_reason",
     "ws_closed_by",
 )
-
-
-def streams_implementation() -> ModuleType:
-    """The streams this model runs on: the compiled model reads them typed (model.pxd), so it
-    takes the compiled twin even where pure Python was asked for after it was imported."""
-    if is_compiled(sys.modules[__name__]):
-        return importlib.import_module("pipeline.session._streams")
-    return implementation()
 
 
 class SessionModel:
@@ -150,10 +139,9 @@ class SessionModel:
         self.server = server
         self.options = options
         self._mid_stream = mid_stream
-        streams = streams_implementation()  # each stream makes chunks and stamps of its own kind
         self._streams: dict[str, DirectionStream] = {
-            C2S: streams.DirectionStream(C2S),
-            S2C: streams.DirectionStream(S2C),
+            C2S: DirectionStream(C2S),
+            S2C: DirectionStream(S2C),
         }  # by Direction or its plain value
         self._out = Outbox(session_id)
         self._protocol = ProtocolState(options, self._out)
@@ -173,10 +161,6 @@ class SessionModel:
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
-        # Carried by a pure-Python run into a compiled one: the compiled model reads its streams
-        # typed, so they become compiled streams (`streams.adopt`).
-        adopt = streams_implementation().adopt
-        self._streams = {direction: adopt(s) for direction, s in self._streams.items()}
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -380,7 +364,7 @@ class SessionModel:
 
     def _touch(self, ts_ns: int, source: tuple[str, int] | None = None, offset: int = 0) -> Stamp:
         """The stamp of an input; one that knows its packet gives anomalies a file position."""
-        stream = self._streams[C2S]  # both streams are of one implementation
+        stream = self._streams[C2S]
         at = (
             stream.make_stamp(ts_ns)
             if source is None

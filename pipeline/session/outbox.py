@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pipeline.compiled import set_slot_values, slot_values
 from pipeline.session.frame_rows import FrameRows, TableRows, new_frame_rows
-from pipeline.session.message_rows import row_kinds
 from pipeline.session.privacy import scrub
 from pipeline.session.rows import anomaly_row
 from pipeline.session.streams import Stamp
@@ -29,8 +28,6 @@ class Outbox:
         "session_id",
         "tables",
         "frames",
-        "message_row",
-        "ack_row",
         "counts",
         "secrets",
         "last",
@@ -42,9 +39,6 @@ class Outbox:
         self.tables: dict[str, TableRows] = {
             name: self.frames if name == "frames" else [] for name in TABLES
         }
-        message_kind, ack_kind = row_kinds()  # the twins chosen with the frames'
-        self.message_row = message_kind.make
-        self.ack_row = ack_kind.make
         self.counts: dict[str, int] = dict.fromkeys(COUNTED, 0)
         self.secrets: tuple[str, ...] = ()  # passcodes seen, masked wherever text is stored
         self.last: Stamp | None = None  # latest capture time seen, for anomalies without one

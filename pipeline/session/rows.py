@@ -178,7 +178,7 @@ def anomaly_row(
     stream_offset: int | None,
     detail: str,
 ) -> Row:
-    file = getattr(at, "file", None)  # a chunk's, compiled (`_streams`) or not
+    file = getattr(at, "file", None)  # a chunk has one, a stamp not
     file_offset = getattr(at, "file_offset", None)
     return {
         "source": source,

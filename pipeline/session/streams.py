@@ -4,21 +4,18 @@ Frames and heart-beats carry stream offsets only; the chunk list maps an offset 
 capture time (and file position) of the packet that carried it. Chunks are dropped once no
 pending frame or heart-beat can still refer to them.
 
-This module is the readable reference; ``_streams.pyx`` is the same compiled (a chunk is made
-for every capture packet), chosen by `implementation` unless STOMP_LAKE_PURE_PYTHON=1.
+Compiled from this source (`pipeline.compiled.SOURCE_MODULES`, ``streams.pxd``): a chunk is
+made for every capture packet, and the model reads chunks and streams as C structs.
 """
 
 from __future__ import annotations
 
-import sys
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from operator import itemgetter
-from types import ModuleType
 
-from pipeline.compiled import kernel
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.session.clock import to_datetime
 from pipeline.stomp import Decoder
 
@@ -26,13 +23,15 @@ _MAX_CHUNKS = 8192  # beyond this (a huge frame or endless garbage) middle chunk
 _KEEP_RECENT = 4096
 
 
-@dataclass(slots=True)
 class Stamp:
     """A capture time in the three forms rows need. Most stamps (one per packet) never reach a
     row: the datetime is made when first asked for."""
 
-    ts_ns: int
-    _ts: datetime | None = field(default=None, kw_only=True, repr=False, compare=False)
+    __slots__ = ("ts_ns", "_ts")
+
+    def __init__(self, ts_ns: int) -> None:
+        self.ts_ns = ts_ns
+        self._ts: datetime | None = None
 
     @property
     def ts(self) -> datetime:
@@ -45,18 +44,49 @@ class Stamp:
     def date(self) -> date:
         return self.ts.date()
 
+    def fields(self) -> tuple[object, ...]:
+        """What the stamp is: compared, shown and pickled (not the datetime made from it)."""
+        return (self.ts_ns,)
 
-@dataclass(slots=True)
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}{self.fields()!r}"
+
+    def __reduce__(self) -> tuple[type[Stamp], tuple[object, ...]]:
+        return type(self), self.fields()
+
+
 class Chunk(Stamp):
     """Bytes [start, end) of one direction, delivered by one capture packet (or segment)."""
 
-    start: int
-    end: int
-    file: str | None
-    file_offset: int | None
-    tcp_start: int | None = None  # WebSocket: TCP offset of the frame that carried the bytes
-    beat_message: bool = False  # WebSocket: a whole message of EOLs only, a heart-beat
-    tcp_frames: tuple[tuple[int, int], ...] = ()  # WebSocket: (start, TCP offset) of later frames
+    __slots__ = ("start", "end", "file", "file_offset", "tcp_start", "beat_message", "tcp_frames")
+
+    def __init__(
+        self,
+        ts_ns: int,
+        start: int,
+        end: int,
+        file: str | None,
+        file_offset: int | None,
+        tcp_start: int | None = None,  # WebSocket: TCP offset of the frame that carried the bytes
+        beat_message: bool = False,  # WebSocket: a whole message of EOLs only, a heart-beat
+        tcp_frames: tuple[tuple[int, int], ...] = (),  # WebSocket: (start, TCP offset) of later
+    ) -> None:  # frames
+        self.ts_ns = ts_ns
+        self._ts = None
+        self.start = start
+        self.end = end
+        self.file = file
+        self.file_offset = file_offset
+        self.tcp_start = tcp_start
+        self.beat_message = beat_message
+        self.tcp_frames = tcp_frames
 
     def tcp_offset_of(self, offset: int) -> int | None:
         """WebSocket: the TCP offset of the frame that carried the byte at stream ``offset``."""
@@ -65,15 +95,40 @@ class Chunk(Stamp):
             return self.tcp_start
         return frames[bisect_right(frames, offset, key=itemgetter(0)) - 1][1]
 
+    def fields(self) -> tuple[object, ...]:
+        return (
+            self.ts_ns,
+            self.start,
+            self.end,
+            self.file,
+            self.file_offset,
+            self.tcp_start,
+            self.beat_message,
+            self.tcp_frames,
+        )
+
 
 def make_stamp(ts_ns: int) -> Stamp:
     return Stamp(ts_ns)
 
 
 def make_chunk(start: int, end: int, ts_ns: int, source: tuple[str, int] | None) -> Chunk:
+    """A chunk of a capture packet (``source``: its file and offset there, if known); made
+    field by field, since one is made per packet."""
+    chunk = Chunk.__new__(Chunk)
+    chunk.ts_ns = ts_ns
+    chunk._ts = None
+    chunk.start = start
+    chunk.end = end
     if source is None:
-        return Chunk(ts_ns, start, end, None, None)
-    return Chunk(ts_ns, start, end, source[0], source[1])
+        chunk.file = chunk.file_offset = None
+    else:
+        chunk.file = source[0]
+        chunk.file_offset = source[1]
+    chunk.tcp_start = None
+    chunk.beat_message = False
+    chunk.tcp_frames = ()
+    return chunk
 
 
 class DirectionStream:
@@ -113,8 +168,13 @@ class DirectionStream:
         self.decoder = Decoder(version, lenient=lenient, offset=offset, resync=resync)
         return self.decoder
 
-    # A stream makes the chunks and stamps of its own implementation (compiled or this module),
-    # so that a model carried from an earlier batch goes on with the classes it was saved with.
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
+
+    # Methods as well as functions: the compiled model calls them in C.
     def make_chunk(self, start: int, end: int, ts_ns: int, source: tuple[str, int] | None) -> Chunk:
         return make_chunk(start, end, ts_ns, source)
 
@@ -138,8 +198,9 @@ class DirectionStream:
             raise ValueError("sizes, timestamps and sources differ in length")
         chunks = self.chunks
         at = start
-        for size, ts_ns, source in zip(sizes, timestamps, sources, strict=True):
-            chunks.append(make_chunk(at, at + size, ts_ns, source))
+        for index in range(len(sizes)):
+            size = sizes[index]
+            chunks.append(make_chunk(at, at + size, timestamps[index], sources[index]))
             at += size
         if sizes:
             self.next_offset = at
@@ -149,8 +210,9 @@ class DirectionStream:
         """The chunk holding ``offset`` (the last one before it when it fell in a gap)."""
         chunks = self.chunks
         for index in range(len(chunks) - 1, -1, -1):
-            if chunks[index].start <= offset:
-                return chunks[index]
+            chunk = chunks[index]
+            if chunk.start <= offset:
+                return chunk
         return chunks[0] if chunks else None
 
     def is_trailing_eol(self, chunk: Chunk, offset: int) -> bool:
@@ -185,7 +247,10 @@ class DirectionStream:
         keep_from = self.keep_from
         drop = 0
         last = len(chunks) - 1
-        while drop < last and chunks[drop].end <= keep_from:
+        while drop < last:
+            chunk = chunks[drop]
+            if chunk.end > keep_from:
+                break
             drop += 1
         if drop:
             del chunks[:drop]
@@ -193,16 +258,3 @@ class DirectionStream:
             # Keep the first chunk (where the pending frame began) and the recent ones; a lookup
             # in the forgotten middle answers with the first chunk's time.
             del chunks[1 : len(chunks) - _KEEP_RECENT]
-
-
-def adopt(stream: DirectionStream) -> DirectionStream:
-    """``stream`` as this implementation's: it already is, or this module's classes serve (the
-    compiled twin's `adopt` copies a stream of this module into its own classes)."""
-    return stream
-
-
-def implementation() -> ModuleType:
-    """The compiled twin (`_streams`), or this module (not built, or pure Python asked for):
-    both have `Stamp`, `Chunk`, `DirectionStream`, `make_chunk`, `make_stamp` and `adopt`."""
-    module = kernel("streams")
-    return sys.modules[__name__] if module is None else module

@@ -12,7 +12,7 @@ def capture_anomaly_rows(
     """A row of the `anomalies` table for each bad record the capture pass met (``found``:
     file id, record offset, "kind: detail", as `pipeline.spark.summary.capture_summary`
     collects them with the stats), for the run to write beside the flow pass's files."""
-    from pipeline.spark.table_files import row_struct
+    from pipeline.spark.arrow_rows import row_struct
 
     names = [field.name for field in row_struct("anomalies")]
     today = datetime.now(UTC).date()

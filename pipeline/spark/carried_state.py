@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from pipeline.driver import DriverState
 
-STATE_VERSION = 6  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
+STATE_VERSION = 7  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
 # 3: messages and acks rows as dicts; 5: the WebSocket transport's bound on held bytes and the
-# de-framer's count of messages skipped after an inflate failure; 6: the model's TLS facts
+# de-framer's count of messages skipped after an inflate failure; 6: the model's TLS facts;
+# 7: streams, chunks and message rows of one class each, compiled from their source
 
 
 @dataclass(slots=True)

@@ -10,26 +10,22 @@ of a failed or speculative task attempt stay in the staging folder, which is rem
 
 from __future__ import annotations
 
-import array
 import functools
 import os
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import schemas
 from pipeline.lake.stats import FREE_TEXT_COLUMNS
-from pipeline.session.frame_rows import FRAME_COLUMNS, FrameRows, TableRows, new_table_rows
-from pipeline.session.message_rows import SlotRow
-from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, TableRow
+from pipeline.session.rows import TableRow
+from pipeline.spark.arrow_rows import HeldRows, held_rows
 
 COMPRESSION = "zstd"
 ROW_GROUP_ROWS = 20_000  # rows held per table before they are written as a row group
@@ -48,112 +44,6 @@ class WrittenFile:
     table: str
     path: str  # relative to the table's staging folder, e.g. "date=2025-01-15/part-....parquet"
     rows: int
-
-
-def row_struct(table: str) -> pa.StructType:
-    """A row as the flow pass builds it: every column but ``batch_id``."""
-    arrow = schemas.load(table).arrow_schema()
-    return pa.struct([f for f in arrow if f.name != "batch_id"])
-
-
-def row_batch(table: str, rows: Iterable[TableRow]) -> pa.RecordBatch:
-    """Rows as the writer converts them to Arrow: raises on a value the table's types cannot
-    hold (an integer past int64, a date out of range), where writing them would.
-
-    A timestamp column is made from its ``<name>_ns`` twin, which every row builder fills from
-    the same stamp, not from the rows' datetimes: converting those was a quarter of the
-    conversion's time (flow pass on 116 MB: 0.26 against 0.34 s of 2.0 s)."""
-    if isinstance(rows, FrameRows):
-        return frame_batch(rows)
-    rows = list(rows)
-    if rows and isinstance(rows[0], SlotRow):
-        kind = type(rows[0])
-        if table == kind.TABLE and all(type(row) is kind for row in rows):
-            return slot_batch(table, cast("list[SlotRow]", rows))
-    dicts = [dict(row) if isinstance(row, SlotRow) else row for row in rows]
-    struct = row_struct(table)
-    converted = pa.RecordBatch.from_struct_array(pa.array(dicts, _converted_struct(table)))
-    columns = [
-        _micros(converted.column(f"{f.name}{NS_SUFFIX}")).cast(f.type)
-        if pa.types.is_timestamp(f.type)
-        else converted.column(f.name)
-        for f in struct
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
-
-
-def frame_batch(rows: FrameRows) -> pa.RecordBatch:
-    """`row_batch` of frames held as columns: each column converted at once. The headers map
-    is made from the header list's arrays where every frame's headers follow its list (no
-    name repeated), as they almost always do: converting it again cost as much as the list."""
-    struct = row_struct("frames")
-    fields = {f.name: f for f in struct}
-    header_list = _held_array(rows.column("header_list"), fields["header_list"].type)
-    if rows.regular:
-        entries = header_list.values
-        headers = pa.MapArray.from_arrays(
-            header_list.offsets,
-            entries.field("name"),
-            entries.field("value"),
-            type=fields["headers"].type,
-        )
-    else:
-        headers = _held_array(rows.column("headers"), fields["headers"].type)
-    made = {"headers": headers, "header_list": header_list}
-    for name in FRAME_COLUMNS:
-        if name not in made:
-            made[name] = _held_array(rows.column(name), fields[name].type)
-    return _with_times(struct, made)
-
-
-def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A held column as Arrow: a list converted value by value, or, from the compiled twin, an
-    int64 C array (`_frame_rows.INT64_COLUMNS`) or a column in Arrow's buffers
-    (`_arrow_columns.Column`, `HeaderPairs`) taken whole."""
-    if isinstance(values, array.array) and values.typecode == "q" and type_ == pa.int64():
-        data = pa.py_buffer(values.tobytes())  # a copy: the held column may grow after
-        return pa.Array.from_buffers(type_, len(values), [None, data])
-    arrow = getattr(values, "arrow", None)
-    return pa.array(values, type_) if arrow is None else arrow(type_)
-
-
-def slot_batch(table: str, rows: list[SlotRow]) -> pa.RecordBatch:
-    """`row_batch` of rows held in slots, all of one kind (`pipeline.session.message_rows`):
-    each held column taken out of the rows and converted at once."""
-    struct = row_struct(table)
-    kind = type(rows[0])
-    types = tuple(struct.field(name).type for name in kind.FIELDS)
-    built = getattr(kind, "arrays", None)  # the compiled twin's (`_message_rows`)
-    if built is None:
-        arrays = [pa.array(v, t) for v, t in zip(kind.columns(rows), types, strict=True)]
-    else:
-        arrays = built(rows, types)
-    return _with_times(struct, dict(zip(kind.FIELDS, arrays, strict=True)))
-
-
-def _with_times(struct: pa.StructType, made: dict[str, pa.Array]) -> pa.RecordBatch:
-    """The batch of ``struct`` from its held columns (``made``): each timestamp column made
-    from its ``_ns`` twin, the date from ``ts`` (UTC's, as the rows' dates)."""
-    for field in struct:
-        if pa.types.is_timestamp(field.type):
-            made[field.name] = _micros(made[f"{field.name}{NS_SUFFIX}"]).cast(field.type)
-    made[DATE_COLUMN] = made["ts"].cast(struct.field(DATE_COLUMN).type)
-    return pa.RecordBatch.from_arrays(
-        [made[f.name] for f in struct], schema=pa.schema(list(struct))
-    )
-
-
-@functools.cache
-def _converted_struct(table: str) -> pa.StructType:
-    """What `row_batch` converts from the rows: every column but the timestamps."""
-    return pa.struct([f for f in row_struct(table) if not pa.types.is_timestamp(f.type)])
-
-
-def _micros(ns: pa.Array) -> pa.Array:
-    """Nanoseconds to microseconds, rounded down as ``to_datetime`` rounds them (``divide``
-    truncates toward zero)."""
-    truncated = pc.divide(ns, 1000)
-    return pc.subtract(truncated, pc.greater(pc.multiply(truncated, 1000), ns).cast(pa.int64()))
 
 
 def file_schema(table: str) -> pa.Schema:
@@ -212,7 +102,7 @@ class TableFileWriter:
         self.table_dirs = table_dirs
         self.batch_id = batch_id
         self._tag = uuid.uuid4().hex[:16]  # this task attempt's files
-        self._held: dict[str, TableRows] = {}
+        self._held: dict[str, HeldRows] = {}
         self._writers: dict[tuple[str, tuple[object, ...]], tuple[pq.ParquetWriter, str]] = {}
         self._rows: dict[tuple[str, tuple[object, ...]], int] = {}
         # Row groups encoded and written on a thread of this process (`_background`)
@@ -222,11 +112,11 @@ class TableFileWriter:
     def add(self, table: str, rows: Iterable[TableRow]) -> None:
         held = self._held.get(table)
         if held is None:
-            held = self._held[table] = new_table_rows(table)
+            held = self._held[table] = held_rows(table)
         held.extend(rows)
         if len(held) >= ROW_GROUP_ROWS:
             self._write(table, held)
-            self._held[table] = new_table_rows(table)
+            self._held[table] = held_rows(table)
 
     def close(self) -> list[WrittenFile]:
         for table, held in self._held.items():
@@ -241,9 +131,9 @@ class TableFileWriter:
         self._writers.clear()
         return written
 
-    def _write(self, table: str, rows: TableRows) -> None:
+    def _write(self, table: str, rows: HeldRows) -> None:
         spec = schemas.load(table)
-        batch = row_batch(table, rows)
+        batch = rows.batch()
         groups = _partitions(batch, spec.partition_by)
         stored = file_schema(table)
         for values, indices in groups:

@@ -29,7 +29,6 @@ from pipeline.compiled import (
     kernel,
 )
 from pipeline.ingest.scan import new_scanner
-from pipeline.session import streams
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from pipeline.stomp import speedups
 from tests.support.paths import REPO, REPO_CAPTURES
@@ -38,7 +37,6 @@ from tests.support.paths import REPO, REPO_CAPTURES
 def test_every_compiled_part_is_built() -> None:
     assert new_scanner() is not None and speedups.compiled is not None
     assert packet_loop() is not feed_packets
-    assert streams.implementation() is not streams
     for name in SOURCE_MODULES:
         assert is_compiled(importlib.import_module(name)), name
     for name in KERNELS:

@@ -13,7 +13,7 @@ from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.pieces import PACKET_DTYPE, Piece, flow_key
 from pipeline.websocket import Transport
-from tests.support.flow_rows import HeldRows
+from tests.support.flow_rows import SunkRows
 
 CLIENT = ("10.0.0.1", 40000)
 SERVER = ("10.0.0.2", 61613)
@@ -80,7 +80,7 @@ class Flow:
                 p.ts_ns, p.payload_offset, p.record_offset, p.seq, p.ack, p.payload_len,
                 p.wire_len, p.window, p.flags, reverse, 0,
             )  # fmt: skip
-        held = HeldRows()
+        held = SunkRows()
         runner = FlowRunner(FlowPassConfig((str(self.path),), close_open=close_open), held)
         runner.feed_piece(Piece(key, 0, records))
         runner.close()

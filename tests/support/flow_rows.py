@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pipeline.session.frame_rows import TableRows
 
 
-class HeldRows:
+class SunkRows:
     """Keeps every row a `pipeline.spark.flows.FlowRunner` hands over, by table (or state
     kind), with their flow keys."""
 

@@ -27,7 +27,8 @@ def _contents(frame) -> list[tuple]:
 
 def _written_by_tasks(lake: Lake, batch_id: str, rows: dict[str, list[dict]]):
     """The batch's rows written as the flow pass's tasks write them, two writers a table."""
-    from pipeline.spark.table_files import TableFileWriter, row_struct
+    from pipeline.spark.arrow_rows import row_struct
+    from pipeline.spark.table_files import TableFileWriter
 
     folders = staging_folders(lake, batch_id, schemas.TABLES)
     dirs = {name: str(folder / "parquet") for name, folder in folders.items()}

@@ -16,7 +16,7 @@ from pipeline.session.frame_rows import (
     new_frame_rows,
 )
 from pipeline.session.options import ModelOptions
-from pipeline.spark.table_files import frame_batch, row_struct
+from pipeline.spark.arrow_rows import frame_batch, row_struct
 from tests.pipeline.session.conversation import Conversation
 
 compiled = pytest.importorskip("pipeline.session._frame_rows")
@@ -94,7 +94,7 @@ def test_the_twins_hold_the_same_columns_and_rows() -> None:
 
 
 def test_the_compiled_twin_holds_its_integer_columns_as_int64_arrays() -> None:
-    """Arrow takes them whole (`table_files._held_array`); a value no int64 holds raises before
+    """Arrow takes them whole (`arrow_rows._held_array`); a value no int64 holds raises before
     any column grows."""
     python, built = _both()
     for rows in (python, built):

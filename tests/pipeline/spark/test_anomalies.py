@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipeline.spark.anomalies import capture_anomaly_rows
-from pipeline.spark.table_files import row_batch, row_struct
+from pipeline.spark.arrow_rows import row_batch, row_struct
 
 
 def test_each_bad_record_is_a_row_with_its_file_and_offset() -> None:

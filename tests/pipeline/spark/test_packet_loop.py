@@ -24,7 +24,7 @@ from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.packet_loop import feed_packets, packet_loop
 from tests.pipeline.spark.test_flows import CASES, SPARSE, Case
 from tests.support import pcapgen as g
-from tests.support.flow_rows import HeldRows
+from tests.support.flow_rows import SunkRows
 from tests.support.paths import REPO, REPO_CAPTURES
 
 CALLS = ("bare_ack", "takes_bare_ack", "in_order_position", "data_run", "packet")
@@ -76,7 +76,7 @@ def _run(
     with monkeypatch.context() as patch:
         patch.setattr("pipeline.spark.flows.packet_loop", lambda: loop)
         patch.setattr("pipeline.spark.flows.ConnectionDriver", driver)
-        held = HeldRows()
+        held = SunkRows()
         runner = FlowRunner(FlowPassConfig(tuple(paths), close_open=True), held)
         if pieces:
             runner.feed_batch(pa.RecordBatch.from_pylist(pieces))

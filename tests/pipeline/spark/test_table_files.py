@@ -14,21 +14,19 @@ import pytest
 import schemas
 from pipeline.lake.stats import file_stats
 from pipeline.session.clock import to_datetime
-from pipeline.session.rows import TableRow
+from pipeline.session.rows import NS_SUFFIX, TableRow
+from pipeline.spark.arrow_rows import row_batch, row_struct
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
 from pipeline.spark.table_files import (
     DICTIONARY_PAGE_BYTES,
-    NS_SUFFIX,
     ROW_GROUP_ROWS,
     TableFileWriter,
     file_schema,
-    row_batch,
-    row_struct,
     statistics_columns,
     write_table_rows,
 )
 from tests.pipeline.spark.test_packet_loop import _pieces
-from tests.support.flow_rows import HeldRows
+from tests.support.flow_rows import SunkRows
 from tests.support.paths import REPO, REPO_CAPTURES
 
 
@@ -176,7 +174,7 @@ def _as_given(table: str, rows: Sequence[TableRow]) -> pa.RecordBatch:
 
 @pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
 def test_timestamps_made_from_nanoseconds_are_the_rows_own(path: Path) -> None:
-    held = HeldRows()
+    held = SunkRows()
     runner = FlowRunner(FlowPassConfig((str(path),), close_open=True), held)
     pieces = _pieces([str(path)])
     if pieces:

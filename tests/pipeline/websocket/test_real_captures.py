@@ -166,14 +166,14 @@ def test_the_connection_driver_gives_the_same_tables(rows: Rows) -> None:
 def test_the_flow_runner_of_the_spark_pass_gives_the_same_tables(rows: Rows) -> None:
     from pipeline.spark.flows import FlowPassConfig, FlowRunner
     from pipeline.spark.pieces import PieceBuilder
-    from tests.support.flow_rows import HeldRows
+    from tests.support.flow_rows import SunkRows
 
     builder = PieceBuilder(0)
     with CaptureReader(str(WEB_STOMP)) as reader:
         for item in reader:
             if type(item) is TcpPacket:
                 builder.add(item)
-    held = HeldRows()
+    held = SunkRows()
     runner = FlowRunner(FlowPassConfig((str(WEB_STOMP),), close_open=True), held)
     for piece in builder.pieces():
         runner.feed_piece(piece)

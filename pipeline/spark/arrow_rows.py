@@ -1,0 +1,214 @@
+"""A table's rows as Arrow record batches, as the flow pass's writer converts them.
+
+Rows come in the shape their table is built in: the frames as columns (`FrameRows`), the
+messages and acks as slot rows (`MessageRow`, `AckRow`), every other table as dicts. The writer
+holds each table's rows in the `HeldRows` of its table (`held_rows`) and asks it for nothing but
+more rows, their count and their batch; `row_batch` converts any rows of a table at once.
+
+A timestamp column is made from its ``<name>_ns`` twin, which every row builder fills from the
+same stamp, not from the rows' datetimes: converting those was a quarter of the conversion's
+time (flow pass on 116 MB: 0.26 against 0.34 s of 2.0 s).
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import schemas
+from pipeline.compiled import kernel
+from pipeline.session.frame_rows import FRAME_COLUMNS, FrameRows, new_frame_rows
+from pipeline.session.message_rows import AckRow, MessageRow, SlotRow
+from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, TableRow
+
+SLOT_KINDS: dict[str, type[SlotRow]] = {kind.TABLE: kind for kind in (MessageRow, AckRow)}
+
+
+class HeldRows(Protocol):
+    """A table's rows held until they are written, whatever their shape."""
+
+    def extend(self, rows: Iterable[TableRow]) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def batch(self) -> pa.RecordBatch:
+        """The rows as the table's Arrow batch (every column but ``batch_id``)."""
+        ...
+
+
+class HeldFrames:
+    """The frames, as columns."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        self.rows = new_frame_rows()
+
+    def extend(self, rows: Iterable[TableRow]) -> None:
+        self.rows.extend(rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def batch(self) -> pa.RecordBatch:
+        return frame_batch(self.rows)
+
+
+class HeldSlots:
+    """The messages or acks, as slot rows of the table's kind. Rows given as mappings (made
+    outside the session model) are converted as dicts with the rest."""
+
+    __slots__ = ("kind", "rows")
+
+    def __init__(self, kind: type[SlotRow]) -> None:
+        self.kind = kind
+        self.rows: list[Any] = []
+
+    def extend(self, rows: Iterable[TableRow]) -> None:
+        self.rows.extend(rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def batch(self) -> pa.RecordBatch:
+        kind = self.kind
+        if all(type(row) is kind for row in self.rows):
+            return slot_batch(kind, self.rows)
+        return dict_batch(kind.TABLE, self.rows)
+
+
+class HeldDicts:
+    """Any other table's rows, as dicts."""
+
+    __slots__ = ("table", "rows")
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+        self.rows: list[TableRow] = []
+
+    def extend(self, rows: Iterable[TableRow]) -> None:
+        self.rows.extend(rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def batch(self) -> pa.RecordBatch:
+        return dict_batch(self.table, self.rows)
+
+
+def held_rows(table: str) -> HeldRows:
+    """Empty rows of ``table``, in the shape its rows are built in."""
+    if table == "frames":
+        return HeldFrames()
+    kind = SLOT_KINDS.get(table)
+    return HeldDicts(table) if kind is None else HeldSlots(kind)
+
+
+def row_batch(table: str, rows: Iterable[TableRow]) -> pa.RecordBatch:
+    """Rows as the writer converts them: raises on a value the table's types cannot hold (an
+    integer past int64, a date out of range), where writing them would."""
+    held = held_rows(table)
+    held.extend(rows)
+    return held.batch()
+
+
+def row_struct(table: str) -> pa.StructType:
+    """A row as the flow pass builds it: every column but ``batch_id``."""
+    arrow = schemas.load(table).arrow_schema()
+    return pa.struct([f for f in arrow if f.name != "batch_id"])
+
+
+def frame_batch(rows: FrameRows) -> pa.RecordBatch:
+    """`row_batch` of frames held as columns: each column converted at once. The headers map
+    is made from the header list's arrays where every frame's headers follow its list (no
+    name repeated), as they almost always do: converting it again cost as much as the list."""
+    struct = row_struct("frames")
+    fields = {f.name: f for f in struct}
+    header_list = _held_array(rows.column("header_list"), fields["header_list"].type)
+    if rows.regular:
+        entries = header_list.values
+        headers = pa.MapArray.from_arrays(
+            header_list.offsets,
+            entries.field("name"),
+            entries.field("value"),
+            type=fields["headers"].type,
+        )
+    else:
+        headers = _held_array(rows.column("headers"), fields["headers"].type)
+    made = {"headers": headers, "header_list": header_list}
+    for name in FRAME_COLUMNS:
+        if name not in made:
+            made[name] = _held_array(rows.column(name), fields[name].type)
+    return _with_times(struct, made)
+
+
+def slot_batch(kind: type[SlotRow], rows: list[SlotRow]) -> pa.RecordBatch:
+    """`row_batch` of rows held in slots, all of one kind (`pipeline.session.message_rows`):
+    each held column taken out of the rows and converted at once."""
+    struct = row_struct(kind.TABLE)
+    types = [struct.field(name).type for name in kind.FIELDS]
+    columns = kind.columns(rows)
+    arrays = [_held_array(values, t) for values, t in zip(columns, types, strict=True)]
+    return _with_times(struct, dict(zip(kind.FIELDS, arrays, strict=True)))
+
+
+def dict_batch(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
+    """`row_batch` of rows given as mappings (dicts): converted as Arrow structs."""
+    dicts = [row if type(row) is dict else dict(row) for row in rows]
+    struct = row_struct(table)
+    converted = pa.RecordBatch.from_struct_array(pa.array(dicts, _converted_struct(table)))
+    columns = [
+        _micros(converted.column(f"{f.name}{NS_SUFFIX}")).cast(f.type)
+        if pa.types.is_timestamp(f.type)
+        else converted.column(f.name)
+        for f in struct
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
+
+
+def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
+    """A held column as Arrow: a list converted value by value (by `_arrow_columns` where it is
+    built), or, from the compiled frames' twin, an int64 C array (`_frame_rows.INT64_COLUMNS`)
+    or a column in Arrow's buffers (`_arrow_columns.Column`, `HeaderPairs`) taken whole."""
+    if isinstance(values, array.array) and values.typecode == "q" and type_ == pa.int64():
+        data = pa.py_buffer(values.tobytes())  # a copy: the held column may grow after
+        return pa.Array.from_buffers(type_, len(values), [None, data])
+    arrow = getattr(values, "arrow", None)
+    if arrow is not None:
+        return arrow(type_)
+    columns = kernel("arrow_columns")
+    if columns is None or type(values) is not list:
+        return pa.array(values, type_)
+    column = columns.column_for(type_)  # the same array, built faster
+    column.extend(values)
+    return column.arrow(type_)
+
+
+def _with_times(struct: pa.StructType, made: dict[str, pa.Array]) -> pa.RecordBatch:
+    """The batch of ``struct`` from its held columns (``made``): each timestamp column made
+    from its ``_ns`` twin, the date from ``ts`` (UTC's, as the rows' dates)."""
+    for field in struct:
+        if pa.types.is_timestamp(field.type):
+            made[field.name] = _micros(made[f"{field.name}{NS_SUFFIX}"]).cast(field.type)
+    made[DATE_COLUMN] = made["ts"].cast(struct.field(DATE_COLUMN).type)
+    return pa.RecordBatch.from_arrays(
+        [made[f.name] for f in struct], schema=pa.schema(list(struct))
+    )
+
+
+@functools.cache
+def _converted_struct(table: str) -> pa.StructType:
+    """What `row_batch` converts from the rows: every column but the timestamps."""
+    return pa.struct([f for f in row_struct(table) if not pa.types.is_timestamp(f.type)])
+
+
+def _micros(ns: pa.Array) -> pa.Array:
+    """Nanoseconds to microseconds, rounded down as ``to_datetime`` rounds them (``divide``
+    truncates toward zero)."""
+    truncated = pc.divide(ns, 1000)
+    return pc.subtract(truncated, pc.greater(pc.multiply(truncated, 1000), ns).cast(pa.int64()))
