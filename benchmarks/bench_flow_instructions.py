@@ -2,8 +2,11 @@
 does not move.
 
 Run from the repository root:  python -m benchmarks.bench_flow_instructions [--out DIR] [--mb N]
+[--shape SHAPE] [--baseline CHECKOUT]
 Writes DIR/flow_instructions.md and DIR/flow_instructions.json (DIR defaults to
 benchmarks/results). Needs valgrind (its ``callgrind_control`` and ``callgrind_annotate``).
+``--baseline`` counts the compiled way of another checkout too (a clone at an earlier commit,
+its extensions built with ``make venv``), on the same pieces: what a change costs or saves.
 
 On a shared machine the same run's wall time moves by 15% from one run to the next, which hides
 any step smaller than that; the count of instructions a pass executes does not move. The flow
@@ -43,6 +46,7 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 DEFAULT_DATA = Path("work/bench")
 REPO = Path(__file__).resolve().parent.parent
 WAYS = ("compiled", "pure_python")
+BASELINE = "baseline"  # the compiled way of another checkout (--baseline)
 SHA256 = "body sha256"
 # Component -> patterns of the functions whose inclusive counts make it (the largest count
 # among a pattern's lines: a function shows once per file it was inlined from, and recursion
@@ -93,16 +97,22 @@ print(json.dumps({{"frames": frames}}))
 _LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[[^\]]*\])?$")
 
 
-def counted(way: str, pieces_file: Path, paths: list[str], scratch: Path) -> dict[str, Any]:
-    """Instructions of the second pass of ``way`` (total, and by component for compiled)."""
+def counted(
+    way: str, pieces_file: Path, paths: list[str], scratch: Path, checkout: Path = REPO
+) -> dict[str, Any]:
+    """Instructions of the second pass of ``way`` (total, and by component) with the code of
+    ``checkout`` (its compiled modules built in place)."""
     out = scratch / f"callgrind.{way}.out"
     code = _CHILD.format(variable=PURE_PYTHON_VARIABLE)
+    mode = "pure_python" if way == "pure_python" else "compiled"
     command = [
         "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-        sys.executable, "-c", code, way, str(pieces_file), json.dumps(paths),
+        sys.executable, "-c", code, mode, str(pieces_file), json.dumps(paths),
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": "0"}  # counts repeat
-    done = subprocess.run(command, cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}  # counts repeat
+    done = subprocess.run(
+        command, cwd=checkout, env=env, check=True, capture_output=True, text=True
+    )
     frames = json.loads(done.stdout.strip().splitlines()[-1])["frames"]
     annotated = subprocess.run(
         ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
@@ -111,6 +121,16 @@ def counted(way: str, pieces_file: Path, paths: list[str], scratch: Path) -> dic
         text=True,
     ).stdout
     return {"frames": frames, **split(annotated)}
+
+
+def _commit(checkout: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or "unknown"
 
 
 def split(annotated: str) -> dict[str, Any]:
@@ -137,7 +157,11 @@ def split(annotated: str) -> dict[str, Any]:
     return {"total": total, "components": components}
 
 
-def run(out: Path, data: Path, megabytes: float, shape: str = "broker") -> dict[str, Any]:
+def run(
+    out: Path, data: Path, megabytes: float, shape: str = "broker", baseline: Path | None = None
+) -> dict[str, Any]:
+    """``baseline``: another checkout of the repository (its extensions built in place), whose
+    compiled way is counted on the same pieces as the ``baseline`` way: a change's cost."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         raise SystemExit("bench_flow_instructions needs valgrind (Debian: apt install valgrind)")
     # Connections of about 2 MB: about 1,300 frames each, as `bench_run`'s 600 connections of
@@ -158,6 +182,8 @@ def run(out: Path, data: Path, megabytes: float, shape: str = "broker") -> dict[
             w.write_batch(pieces)
         for way in WAYS:
             ways[way] = counted(way, pieces_file, paths, Path(scratch))
+        if baseline is not None:
+            ways[BASELINE] = counted(BASELINE, pieces_file, paths, Path(scratch), baseline)
     if len({w["frames"] for w in ways.values()}) != 1:
         raise SystemExit(f"the ways wrote different frame counts: {ways}")
     frames = ways["compiled"]["frames"]
@@ -168,13 +194,20 @@ def run(out: Path, data: Path, megabytes: float, shape: str = "broker") -> dict[
         "connections": connections,
         "packets": int(pa.compute.sum(pieces.column("packet_count")).as_py()),
         "frames": frames,
-        "instructions": {way: ways[way]["total"] for way in WAYS},
+        "instructions": {way: ways[way]["total"] for way in ways},
         "components": ways["compiled"]["components"],
         "compiled_per_frame_without_sha256": round(
             (compiled - ways["compiled"]["components"][SHA256]) / frames
         ),
         "pure_python_vs_compiled": round(pure / compiled, 2),
     }
+    if baseline is not None:
+        result["baseline"] = {
+            "checkout": str(baseline),
+            "commit": _commit(baseline),
+            "components": ways[BASELINE]["components"],
+            "compiled_vs_baseline": round(compiled / ways[BASELINE]["total"], 4),
+        }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"flow_instructions{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / f"flow_instructions{suffix}.md").write_text(markdown(result))
@@ -204,6 +237,21 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {component} | {count:,} | {count / total:.0%} | {round(count / frames):,} |"
         )
+    baseline = result.get("baseline")
+    if baseline is not None:
+        before = result["instructions"]["baseline"]
+        lines += [
+            "",
+            f"Baseline: the compiled way of {baseline['checkout']} at {baseline['commit']}, on "
+            f"the same pieces: {before:,} instructions, {round(before / frames):,} a frame; this "
+            f"checkout's is {baseline['compiled_vs_baseline']:.2%} of it.",
+            "",
+            "| component | baseline a frame | this checkout a frame |",
+            "| --- | ---: | ---: |",
+        ]
+        for component, count in result["components"].items():
+            was = baseline["components"][component]
+            lines.append(f"| {component} | {round(was / frames):,} | {round(count / frames):,} |")
     lines += [
         "",
         "Inclusive counts: the packet loop contains the session model, which contains decoding "
@@ -221,8 +269,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--mb", type=float, default=20)
     parser.add_argument("--shape", choices=SHAPES, default="broker", help="traffic shape")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout whose compiled way is counted too"
+    )
     args = parser.parse_args()
-    print(markdown(run(args.out, args.data, args.mb, args.shape)))
+    print(markdown(run(args.out, args.data, args.mb, args.shape, args.baseline)))
 
 
 if __name__ == "__main__":

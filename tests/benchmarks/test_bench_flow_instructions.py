@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_flow_instructions import COMPONENTS, SHA256, split
+from benchmarks.bench_flow_instructions import COMPONENTS, SHA256, markdown, split
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +63,28 @@ def test_benchmark_counts_both_ways_on_the_same_frames_and_writes_both_reports(
     report = (tmp_path / "flow_instructions-small.md").read_text()
     assert "(small shape)" in report
     assert "| Parquet written |" in report
+
+
+def test_a_baseline_is_reported_beside_this_checkouts_count() -> None:
+    components = dict.fromkeys(COMPONENTS, 1_000)
+    result = {
+        "shape": "small",
+        "capture_bytes": 2_000_000,
+        "connections": 1,
+        "packets": 100,
+        "frames": 10,
+        "instructions": {"compiled": 900, "pure_python": 2_000, "baseline": 1_000},
+        "components": components,
+        "compiled_per_frame_without_sha256": 90,
+        "pure_python_vs_compiled": 2.22,
+        "baseline": {
+            "checkout": "/tmp/before",
+            "commit": "abc1234",
+            "components": dict.fromkeys(COMPONENTS, 2_000),
+            "compiled_vs_baseline": 0.9,
+        },
+    }
+    report = markdown(result)
+    assert "Baseline: the compiled way of /tmp/before at abc1234" in report
+    assert "this checkout's is 90.00% of it" in report
+    assert "| Parquet written | 200 | 100 |" in report
