@@ -23,8 +23,8 @@ $(BIN)/stomp-lake: pyproject.toml constraints.txt $(VENV_PYTHON)
 	touch $@
 
 # The compiled hot paths (setup.py: the decoder's C; the Cython of the capture scanner, the flow
-# pass's loop, the session's streams, frame rows and message rows, and of the modules compiled
-# from their own source, `pipeline.compiled.SOURCE_MODULES`), built in place once after the
+# pass's loop, the Arrow columns and the frames' rows, and of the modules compiled from their
+# own source, `pipeline.compiled.SOURCE_MODULES`), built in place once after the
 # editable install (which skips them); with no compiler the pure-Python twins run instead. After
 # an edit, only what changed is compiled again.
 COMPILED := build/compiled.stamp
