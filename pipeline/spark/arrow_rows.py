@@ -15,7 +15,7 @@ from __future__ import annotations
 import array
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -59,31 +59,8 @@ class HeldFrames:
         return frame_batch(self.rows)
 
 
-class HeldSlots:
-    """The messages or acks, as slot rows of the table's kind. Rows given as mappings (made
-    outside the session model) are converted as dicts with the rest."""
-
-    __slots__ = ("kind", "rows")
-
-    def __init__(self, kind: type[SlotRow]) -> None:
-        self.kind = kind
-        self.rows: list[Any] = []
-
-    def extend(self, rows: Iterable[TableRow]) -> None:
-        self.rows.extend(rows)
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def batch(self) -> pa.RecordBatch:
-        kind = self.kind
-        if all(type(row) is kind for row in self.rows):
-            return slot_batch(kind, self.rows)
-        return dict_batch(kind.TABLE, self.rows)
-
-
 class HeldDicts:
-    """Any other table's rows, as dicts."""
+    """A table's rows, as dicts (any mappings)."""
 
     __slots__ = ("table", "rows")
 
@@ -98,6 +75,23 @@ class HeldDicts:
         return len(self.rows)
 
     def batch(self) -> pa.RecordBatch:
+        return dict_batch(self.table, self.rows)
+
+
+class HeldSlots(HeldDicts):
+    """The messages or acks, as slot rows of the table's kind. Rows given as mappings (made
+    outside the session model) are converted as dicts with the rest."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: type[SlotRow]) -> None:
+        super().__init__(kind.TABLE)
+        self.kind = kind
+
+    def batch(self) -> pa.RecordBatch:
+        kind = self.kind
+        if all(type(row) is kind for row in self.rows):
+            return slot_batch(kind, cast("list[SlotRow]", self.rows))
         return dict_batch(self.table, self.rows)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
@@ -14,9 +13,7 @@ import pytest
 import schemas
 from pipeline.lake.stats import file_stats
 from pipeline.session.clock import to_datetime
-from pipeline.session.rows import NS_SUFFIX, TableRow
-from pipeline.spark.arrow_rows import row_batch, row_struct
-from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
+from pipeline.spark.arrow_rows import row_struct
 from pipeline.spark.table_files import (
     DICTIONARY_PAGE_BYTES,
     ROW_GROUP_ROWS,
@@ -25,28 +22,11 @@ from pipeline.spark.table_files import (
     statistics_columns,
     write_table_rows,
 )
-from tests.pipeline.spark.test_packet_loop import _pieces
-from tests.support.flow_rows import SunkRows
-from tests.support.paths import REPO, REPO_CAPTURES
-
-
-def _anomaly(day: int, index: int) -> dict:
-    row = dict.fromkeys(f.name for f in row_struct("anomalies"))
-    row.update(
-        source="capture",
-        kind="bad_record_length",
-        file="/captures/a.pcap",
-        file_offset=index,
-        ts=to_datetime(day * 86_400_000_000_000 + index),
-        ts_ns=day * 86_400_000_000_000 + index,
-        detail=f"record {index}",
-        date=date(2025, 1, day),
-    )
-    return row
+from tests.support.table_rows import anomaly_row
 
 
 def test_rows_land_in_one_file_per_date_with_the_stored_schema(tmp_path: Path) -> None:
-    rows = [_anomaly(1 + i % 3, i) for i in range(30)]
+    rows = [anomaly_row(1 + i % 3, i) for i in range(30)]
     files = write_table_rows("anomalies", rows, str(tmp_path), "b-1")
     assert sorted(f.path.split("/")[0] for f in files) == [
         "date=2025-01-01",
@@ -69,7 +49,7 @@ def test_a_writer_keeps_one_file_per_date_across_row_groups(
     writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-2", write_behind=write_behind)
     count = ROW_GROUP_ROWS * 2 + 5
     for start in range(0, count, 1000):
-        writer.add("anomalies", [_anomaly(7, i) for i in range(start, min(start + 1000, count))])
+        writer.add("anomalies", [anomaly_row(7, i) for i in range(start, min(start + 1000, count))])
     (written,) = writer.close()
     metadata = pq.read_metadata(tmp_path / written.path)
     assert metadata.num_rows == written.rows == count
@@ -89,13 +69,13 @@ def test_a_row_group_that_fails_to_be_written_fails_the_writer(
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", fail)
     writer = TableFileWriter({"anomalies": str(tmp_path)}, "b-3", write_behind=True)
-    writer.add("anomalies", [_anomaly(7, i) for i in range(10)])
+    writer.add("anomalies", [anomaly_row(7, i) for i in range(10)])
     with pytest.raises(OSError, match="No space left"):
         writer.close()
 
 
 def test_only_repeating_values_keep_a_dictionary(tmp_path: Path) -> None:
-    rows = [_anomaly(1, i) for i in range(ROW_GROUP_ROWS)]
+    rows = [anomaly_row(1, i) for i in range(ROW_GROUP_ROWS)]
     for row in rows:  # distinct, hardly compressible: 1.3 MB, a dictionary of 1 MB unbounded
         row["detail"] = hashlib.sha256(str(row["file_offset"]).encode()).hexdigest()
     (written,) = write_table_rows("anomalies", rows, str(tmp_path), "b-3")
@@ -150,47 +130,6 @@ def test_statistics_are_written_for_the_columns_delta_reads_them_of(tmp_path: Pa
     assert not {"body", "body_preview"} & set(statistics_columns(file_schema("frames")))
     metadata = pq.read_metadata(tmp_path / written.path)
     assert file_stats(metadata)["minValues"]["session_id"] == "s-1"  # Delta's, as before
-
-
-def test_every_table_has_a_row_struct_without_the_batch_id() -> None:
-    for table in schemas.TABLES:
-        names = [field.name for field in row_struct(table)]
-        assert names == [n for n in schemas.load(table).column_names if n != "batch_id"]
-
-
-def test_every_timestamp_column_has_an_exact_twin_in_nanoseconds() -> None:
-    for table in schemas.TABLES:
-        struct = row_struct(table)
-        for field in struct:
-            if pa.types.is_timestamp(field.type):
-                twin = struct.field(f"{field.name}{NS_SUFFIX}")
-                assert twin.type == pa.int64(), (table, field.name)
-
-
-def _as_given(table: str, rows: Sequence[TableRow]) -> pa.RecordBatch:
-    """The rows converted as they read, datetimes included."""
-    return pa.RecordBatch.from_struct_array(pa.array([dict(r) for r in rows], row_struct(table)))
-
-
-@pytest.mark.parametrize("path", REPO_CAPTURES, ids=lambda p: str(p.relative_to(REPO)))
-def test_timestamps_made_from_nanoseconds_are_the_rows_own(path: Path) -> None:
-    held = SunkRows()
-    runner = FlowRunner(FlowPassConfig((str(path),), close_open=True), held)
-    pieces = _pieces([str(path)])
-    if pieces:
-        runner.feed_batch(pa.RecordBatch.from_pylist(pieces))
-    runner.close()
-    for kind, rows, _keys in held.items():
-        if kind != STATE_KIND and rows:
-            assert row_batch(kind, rows).equals(_as_given(kind, list(rows))), kind
-
-
-def test_timestamps_round_down_to_microseconds_as_the_rows_do() -> None:
-    stamps = [-1_001, -1_000, -1, 0, 999, 1_000, 1_736_935_200_000_006_769, None]
-    rows = [{**_anomaly(1, 0), "ts": None, "ts_ns": None, "date": None} for _ in stamps]
-    for row, ns in zip(rows, stamps, strict=True):
-        row.update(ts=None if ns is None else to_datetime(ns), ts_ns=ns)
-    assert row_batch("anomalies", rows).equals(_as_given("anomalies", rows))
 
 
 def test_free_text_and_bodies_get_no_parquet_statistics() -> None:
