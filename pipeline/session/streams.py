@@ -63,7 +63,11 @@ class Stamp:
 
 
 class Chunk(Stamp):
-    """Bytes [start, end) of one direction, delivered by one capture packet (or segment)."""
+    """Bytes [start, end) of one direction, delivered by one capture packet (or segment).
+
+    Over WebSocket, ``tcp_start`` is the TCP offset of the frame that carried the bytes,
+    ``tcp_frames`` the (start, TCP offset) of later frames, and ``beat_message`` says the bytes
+    are a whole message of EOLs only: a heart-beat."""
 
     __slots__ = ("start", "end", "file", "file_offset", "tcp_start", "beat_message", "tcp_frames")
 
@@ -74,10 +78,10 @@ class Chunk(Stamp):
         end: int,
         file: str | None,
         file_offset: int | None,
-        tcp_start: int | None = None,  # WebSocket: TCP offset of the frame that carried the bytes
-        beat_message: bool = False,  # WebSocket: a whole message of EOLs only, a heart-beat
-        tcp_frames: tuple[tuple[int, int], ...] = (),  # WebSocket: (start, TCP offset) of later
-    ) -> None:  # frames
+        tcp_start: int | None = None,
+        beat_message: bool = False,
+        tcp_frames: tuple[tuple[int, int], ...] = (),
+    ) -> None:
         self.ts_ns = ts_ns
         self._ts = None
         self.start = start
