@@ -1,11 +1,11 @@
 """The messages and acks tables' rows as objects with a slot per column they hold.
 
 A MESSAGE's row is made when its frame is decoded and filled in when it is settled (ACK, NACK,
-the end of the connection) or its transaction ends; an ACK's row when the ACK is applied. As
-dicts they were built key by key and converted to Arrow a row at a time; as objects they are
-built slot by slot, and the writer takes each column out of a table's rows at once (`columns`)
-and converts it whole, as it does the frames' (`pipeline.spark.table_files`). Compiled from this
-source (`pipeline.compiled.SOURCE_MODULES`, ``message_rows.pxd``), the slots are C fields.
+the end of the connection) or its transaction ends; an ACK's row when the ACK is applied. A row
+is built slot by slot, not key by key as a dict, and the writer takes each column out of a
+table's rows at once (`columns`) and converts it whole, as it does the frames'
+(`pipeline.spark.arrow_rows`). Compiled from this source (`pipeline.compiled.SOURCE_MODULES`,
+``message_rows.pxd``), the slots are C fields.
 
 The timestamp columns (``ts``, ``acked_at``, ``delivered_at``) and ``date`` are not held: they
 are made from their ``_ns`` twins, by the writer as Arrow arrays and, read by name, as datetimes.
