@@ -488,3 +488,19 @@ cdef bint _text_map(object type_):
         and pa.types.is_string(type_.key_type)
         and pa.types.is_string(type_.item_type)
     )
+
+
+def held_arrays(list rows not None, tuple types not None):
+    """The held columns of slot rows (`pipeline.session.message_rows`) as Arrow arrays of
+    ``types``: each row's `held` values added to their columns as the rows are read, equal to
+    ``pyarrow.array`` of `SlotRow.columns`."""
+    cdef Py_ssize_t index, count = len(types)
+    cdef list columns = [column_for(type_) for type_ in types]
+    cdef tuple values
+    for row in rows:
+        values = row.held()
+        if len(values) != count:
+            raise ValueError(f"a row holds {len(values)} values, not {count}")
+        for index in range(count):
+            (<Column>columns[index]).add(values[index])
+    return [(<Column>column).arrow(type_) for column, type_ in zip(columns, types)]

@@ -1,6 +1,9 @@
 # Compiled from message_rows.py (pipeline.compiled.SOURCE_MODULES): the rows' held columns as C
-# fields, made (`make`) and read out (`held`) without Python's attribute calls. The rows
-# themselves (`MessageRow`, `AckRow`) are Python classes deriving from these and the mapping.
+# fields, made (`message_row`, `ack_row`) and read out (`held`) without Python's attribute calls.
+# The rows themselves (`MessageRow`, `AckRow`) are Python classes deriving from these and the
+# mapping.
+
+import cython
 
 
 cdef class MessageFields:
@@ -10,10 +13,6 @@ cdef class MessageFields:
     cdef public object body, receipt, user_headers, ack_mode, ack_outcome, acked_at_ns
     cdef public object ack_latency_ms, ack_frame_index
 
-    cpdef _fill(
-        self, session_id, direction, frame_index, command, dict headers, tuple body, ts_ns,
-        ack_mode,
-    )
     cpdef tuple held(self)
 
 
@@ -22,5 +21,13 @@ cdef class AckFields:
     cdef public object subscription, ack_mode, transaction, transaction_outcome
     cdef public object acked_message_count, delivered_at_ns, latency_ms, receipt
 
-    cpdef _fill(self, session_id, frame_index, command, dict headers, ack_id, ts_ns)
     cpdef tuple held(self)
+
+
+@cython.locals(row=MessageFields)
+cpdef message_row(
+    session_id, direction, frame_index, command, dict headers, tuple body, ts_ns, ack_mode
+)
+
+@cython.locals(row=AckFields)
+cpdef ack_row(session_id, frame_index, command, dict headers, ack_id, ts_ns)

@@ -16,7 +16,7 @@ dict rows are.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import schemas
 from pipeline.session.clock import to_datetime
@@ -164,55 +164,6 @@ class MessageFields:
     ack_latency_ms: float | None
     ack_frame_index: int | None
 
-    @classmethod
-    def make(
-        cls,
-        session_id: str,
-        direction: str,
-        frame_index: int,
-        command: str,
-        headers: dict[str, str],
-        body: Body,
-        ts_ns: int,
-        ack_mode: str | None,
-    ) -> Self:
-        row = cls.__new__(cls)
-        row._fill(session_id, direction, frame_index, command, headers, body, ts_ns, ack_mode)
-        return row
-
-    def _fill(
-        self,
-        session_id: str,
-        direction: str,
-        frame_index: int,
-        command: str,
-        headers: dict[str, str],
-        body: Body,
-        ts_ns: int,
-        ack_mode: str | None,
-    ) -> None:
-        self.session_id = session_id
-        self.direction = direction
-        self.frame_index = frame_index
-        self.ts_ns = ts_ns
-        self.command = command
-        self.destination = headers.get("destination")
-        self.message_id = headers.get("message-id")
-        self.subscription = headers.get("subscription")
-        self.ack_id = headers.get("ack")
-        self.transaction = headers.get("transaction")
-        self.transaction_outcome = None
-        self.content_type = headers.get("content-type")
-        self.content_length = parse_length(headers.get("content-length"))
-        self.body_length, self.body_sha256, self.body_preview, self.body = body
-        self.receipt = headers.get("receipt")
-        self.user_headers = user_headers(headers)
-        self.ack_mode = ack_mode
-        self.ack_outcome = None
-        self.acked_at_ns = None
-        self.ack_latency_ms = None
-        self.ack_frame_index = None
-
     def held(self) -> tuple[Any, ...]:
         """The held values, in the order of the table's fields."""
         return (
@@ -263,44 +214,6 @@ class AckFields:
     latency_ms: float | None
     receipt: str | None
 
-    @classmethod
-    def make(
-        cls,
-        session_id: str,
-        frame_index: int,
-        command: str,
-        headers: dict[str, str],
-        ack_id: str | None,
-        ts_ns: int,
-    ) -> Self:
-        row = cls.__new__(cls)
-        row._fill(session_id, frame_index, command, headers, ack_id, ts_ns)
-        return row
-
-    def _fill(
-        self,
-        session_id: str,
-        frame_index: int,
-        command: str,
-        headers: dict[str, str],
-        ack_id: str | None,
-        ts_ns: int,
-    ) -> None:
-        self.session_id = session_id
-        self.frame_index = frame_index
-        self.ts_ns = ts_ns
-        self.command = command
-        self.ack_id = ack_id
-        self.message_id = headers.get("message-id")
-        self.subscription = headers.get("subscription")
-        self.ack_mode = None
-        self.transaction = headers.get("transaction")
-        self.transaction_outcome = None
-        self.acked_message_count = 0
-        self.delivered_at_ns = None
-        self.latency_ms = None
-        self.receipt = headers.get("receipt")
-
     def held(self) -> tuple[Any, ...]:
         """The held values, in the order of the table's fields."""
         return (
@@ -337,3 +250,66 @@ class AckRow(SlotRow, AckFields):
     TABLE = "acks"
     FIELDS = ACK_FIELDS
     COLUMNS = _columns_of("acks")
+
+
+def message_row(
+    session_id: str,
+    direction: str,
+    frame_index: int,
+    command: str,
+    headers: dict[str, str],
+    body: Body,
+    ts_ns: int,
+    ack_mode: str | None,
+) -> MessageRow:
+    """The messages row of a MESSAGE or SEND frame, as far as its frame tells."""
+    row = MessageFields.__new__(MessageRow)  # compiled: its fields stored in C
+    row.session_id = session_id
+    row.direction = direction
+    row.frame_index = frame_index
+    row.ts_ns = ts_ns
+    row.command = command
+    row.destination = headers.get("destination")
+    row.message_id = headers.get("message-id")
+    row.subscription = headers.get("subscription")
+    row.ack_id = headers.get("ack")
+    row.transaction = headers.get("transaction")
+    row.transaction_outcome = None
+    row.content_type = headers.get("content-type")
+    row.content_length = parse_length(headers.get("content-length"))
+    row.body_length, row.body_sha256, row.body_preview, row.body = body
+    row.receipt = headers.get("receipt")
+    row.user_headers = user_headers(headers)
+    row.ack_mode = ack_mode
+    row.ack_outcome = None
+    row.acked_at_ns = None
+    row.ack_latency_ms = None
+    row.ack_frame_index = None
+    return row
+
+
+def ack_row(
+    session_id: str,
+    frame_index: int,
+    command: str,
+    headers: dict[str, str],
+    ack_id: str | None,
+    ts_ns: int,
+) -> AckRow:
+    """The acks row of an ACK or NACK frame, as far as its frame tells."""
+    row = AckFields.__new__(AckRow)
+    row.session_id = session_id
+    row.frame_index = frame_index
+    row.ts_ns = ts_ns
+    row.command = command
+    row.ack_id = ack_id
+    row.message_id = headers.get("message-id")
+    row.subscription = headers.get("subscription")
+    row.ack_mode = None
+    row.transaction = headers.get("transaction")
+    row.transaction_outcome = None
+    row.acked_message_count = 0
+    row.delivered_at_ns = None
+    row.latency_ms = None
+    row.receipt = headers.get("receipt")
+    return row

@@ -11,7 +11,7 @@ from pipeline.compiled import set_slot_values, slot_values
 from pipeline.net import Direction
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.deliveries import AUTO, DeliveryLedger, Subscription, held_bytes
-from pipeline.session.message_rows import AckRow, MessageRow
+from pipeline.session.message_rows import AckRow, ack_row, message_row
 from pipeline.session.negotiation import Handshake, Problem
 from pipeline.session.options import ModelOptions
 from pipeline.session.outbox import Outbox
@@ -166,7 +166,7 @@ class ProtocolState:
         self.out.counts["messages_sent"] += 1
         if "destination" not in headers:
             self._violation("missing_header", C2S, at, frame.start, "SEND without destination")
-        row = MessageRow.make(
+        row = message_row(
             self.out.session_id, C2S, index, "SEND", headers, body, at.ts_ns, None
         )
         transaction_id = headers.get("transaction")
@@ -217,7 +217,7 @@ class ProtocolState:
             self._unknown("unknown_subscription", S2C, at, frame.start, detail)
             subscription = Subscription(sub_id, destination, None, None, {}, None, at)
             ledger.subscribe(subscription)
-        row = MessageRow.make(
+        row = message_row(
             self.out.session_id,
             S2C,
             index,
@@ -264,7 +264,7 @@ class ProtocolState:
         if ack_id is None:
             detail = f"{command} without id or message-id"
             self._violation("missing_header", C2S, at, frame.start, detail)
-        row = AckRow.make(self.out.session_id, index, command, headers, ack_id, at.ts_ns)
+        row = ack_row(self.out.session_id, index, command, headers, ack_id, at.ts_ns)
         transaction_id = headers.get("transaction")
         if transaction_id is None:
             self._apply_ack(row, keys, at)

@@ -145,9 +145,13 @@ def slot_batch(kind: type[SlotRow], rows: list[SlotRow]) -> pa.RecordBatch:
     """`row_batch` of rows held in slots, all of one kind (`pipeline.session.message_rows`):
     each held column taken out of the rows and converted at once."""
     struct = row_struct(kind.TABLE)
-    types = [struct.field(name).type for name in kind.FIELDS]
-    columns = kind.columns(rows)
-    arrays = [_held_array(values, t) for values, t in zip(columns, types, strict=True)]
+    types = tuple(struct.field(name).type for name in kind.FIELDS)
+    built = kernel("arrow_columns")
+    if built is None:
+        columns = kind.columns(rows)
+        arrays = [pa.array(values, t) for values, t in zip(columns, types, strict=True)]
+    else:  # the same arrays, built as the rows are read
+        arrays = built.held_arrays(rows, types)
     return _with_times(struct, dict(zip(kind.FIELDS, arrays, strict=True)))
 
 
@@ -166,21 +170,14 @@ def dict_batch(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
 
 
 def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
-    """A held column as Arrow: a list converted value by value (by `_arrow_columns` where it is
-    built), or, from the compiled frames' twin, an int64 C array (`_frame_rows.INT64_COLUMNS`)
-    or a column in Arrow's buffers (`_arrow_columns.Column`, `HeaderPairs`) taken whole."""
+    """A held column as Arrow: a list converted value by value, or, from the compiled frames'
+    twin, an int64 C array (`_frame_rows.INT64_COLUMNS`) or a column in Arrow's buffers
+    (`_arrow_columns.Column`, `HeaderPairs`) taken whole."""
     if isinstance(values, array.array) and values.typecode == "q" and type_ == pa.int64():
         data = pa.py_buffer(values.tobytes())  # a copy: the held column may grow after
         return pa.Array.from_buffers(type_, len(values), [None, data])
     arrow = getattr(values, "arrow", None)
-    if arrow is not None:
-        return arrow(type_)
-    columns = kernel("arrow_columns")
-    if columns is None or type(values) is not list:
-        return pa.array(values, type_)
-    column = columns.column_for(type_)  # the same array, built faster
-    column.extend(values)
-    return column.arrow(type_)
+    return pa.array(values, type_) if arrow is None else arrow(type_)
 
 
 def _with_times(struct: pa.StructType, made: dict[str, pa.Array]) -> pa.RecordBatch:

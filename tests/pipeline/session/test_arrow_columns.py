@@ -103,3 +103,26 @@ def _filled(type_: pa.DataType, values: list[Any]) -> Any:
     column = columns.column_for(type_)
     column.extend(values)
     return column
+
+
+class _Held:
+    """A row that holds the values of one case of each of `CASES`' types."""
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.values = values
+
+    def held(self) -> tuple[Any, ...]:
+        return self.values
+
+
+def test_held_arrays_are_arrows_arrays_of_the_held_columns() -> None:
+    types = tuple(type_ for type_, values in CASES if values)
+    length = min(len(values) for _, values in CASES if values)
+    rows = [_Held(tuple(values[i] for _, values in CASES if values)) for i in range(length)]
+    built = columns.held_arrays(rows, types)
+    for index, (array, type_) in enumerate(zip(built, types, strict=True)):
+        expected = pa.array([row.values[index] for row in rows], type_)
+        assert array.equals(expected), type_
+    assert [len(a) for a in columns.held_arrays([], types)] == [0] * len(types)
+    with pytest.raises(ValueError, match="holds"):
+        columns.held_arrays(rows, types[:-1])

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.session.clock import to_datetime
 from pipeline.session.deliveries import settle_message
-from pipeline.session.message_rows import AckRow, MessageRow, SlotRow
+from pipeline.session.message_rows import AckRow, MessageRow, SlotRow, ack_row, message_row
 from pipeline.session.streams import make_stamp
 from pipeline.spark.arrow_rows import row_batch, row_struct, slot_batch
 
@@ -30,11 +30,11 @@ HEADERS = {
 def _messages() -> list[MessageRow]:
     """A MESSAGE settled by ACK, a SEND in an aborted transaction, one never acknowledged, one
     with every optional header missing and a lying content-length."""
-    settled = MessageRow.make(
+    settled = message_row(
         "s1", "s2c", 3, "MESSAGE", HEADERS, (3, "ab" * 32, "abc", b"abc"), T0, "client"
     )
     settle_message(settled, "ACK", make_stamp(T0 + 2_500_000), 9)
-    sent = MessageRow.make(
+    sent = message_row(
         "s1",
         "c2s",
         4,
@@ -45,11 +45,11 @@ def _messages() -> list[MessageRow]:
         None,
     )
     sent.transaction_outcome = "aborted"
-    unsettled = MessageRow.make(
+    unsettled = message_row(
         "s1", "s2c", 5, "MESSAGE", HEADERS, (1, None, None, None), T0 + 2, "client-individual"
     )
     settle_message(unsettled, "none", None, None)
-    bare = MessageRow.make(
+    bare = message_row(
         "s2",
         "s2c",
         6,
@@ -63,13 +63,13 @@ def _messages() -> list[MessageRow]:
 
 
 def _acks() -> list[AckRow]:
-    applied = AckRow.make(
+    applied = ack_row(
         "s1", 9, "ACK", {"id": "a-7", "transaction": "t", "receipt": "r"}, "a-7", T0 + 2_500_000
     )
     applied.ack_mode, applied.acked_message_count = "client", 2
     applied.delivered_at_ns, applied.latency_ms = T0, 2.5
     applied.message_id, applied.transaction_outcome = "m-7", "committed"
-    unmatched = AckRow.make("s1", 10, "NACK", {}, None, T0 + 3)
+    unmatched = ack_row("s1", 10, "NACK", {}, None, T0 + 3)
     return [applied, unmatched]
 
 
@@ -127,7 +127,7 @@ def test_columns_take_only_rows_of_their_kind() -> None:
     with pytest.raises(TypeError):
         AckRow.columns([{"session_id": "s"}])
     with pytest.raises(ValueError):
-        MessageRow.make("s", "c2s", 1, "SEND", {}, (1, None, None), T0, None)  # type: ignore[arg-type]
+        message_row("s", "c2s", 1, "SEND", {}, (1, None, None), T0, None)  # type: ignore[arg-type]
 
 
 def test_rows_survive_pickling() -> None:
