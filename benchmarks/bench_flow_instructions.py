@@ -173,7 +173,7 @@ def run(
     )
     suffix = "" if shape == "broker" else f"-{shape}"
     capture = generate_files(spec, data / f"flow-instructions{suffix}-{megabytes:g}mb")
-    paths = [str(p) for p in capture.paths]
+    paths = [str(Path(p).resolve()) for p in capture.paths]  # read from another checkout too
     pieces = sorted_pieces(paths)
     ways: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as scratch:
