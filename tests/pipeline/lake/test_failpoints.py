@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.lake import failpoints
 from pipeline.lake.failpoints import (
     KILL_AT_ENV,
     PAUSE_AT_ENV,
@@ -73,15 +74,27 @@ def test_names_may_hold_colons_and_dots() -> None:
     assert parse_kill_at(" run.advanced ") == ("run.advanced", 1)
 
 
-def test_an_unset_failpoint_costs_next_to_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unset_failpoint_reads_the_environment_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Failpoints sit on the run's path: unset, one costs two environment lookups, no count
+    kept, no file touched."""
     monkeypatch.delenv(KILL_AT_ENV, raising=False)
     monkeypatch.delenv(PAUSE_AT_ENV, raising=False)
-    calls = 200_000
-    started = time.perf_counter()
-    for _ in range(calls):
+    looked_up: list[str] = []
+    real_get = os.environ.get
+
+    def get(name: str, default: str | None = None) -> str | None:
+        looked_up.append(name)
+        return real_get(name, default)
+
+    monkeypatch.setattr(os.environ, "get", get)
+    monkeypatch.setattr(Path, "touch", lambda *_: pytest.fail("a file was touched"))
+    reached = dict(failpoints._reached)
+    for _ in range(1_000):
         failpoint("run.validated")
-    per_call = (time.perf_counter() - started) / calls
-    assert per_call < 5e-6
+    assert dict(failpoints._reached) == reached
+    assert looked_up == [KILL_AT_ENV, PAUSE_AT_ENV] * 1_000
 
 
 def test_a_pause_holds_the_process_until_its_marker_is_removed(tmp_path: Path) -> None:
