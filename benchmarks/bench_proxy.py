@@ -25,7 +25,7 @@ Each bulk case runs --repeat times (2) and the best run is reported. Targets: th
 p99 round trip <= 0.5 ms; no byte lost; capture complete by default. Writes
 DIR/proxy.md and DIR/proxy.json (DIR defaults to benchmarks/results).
 
-    .venv/bin/python benchmarks/bench_proxy.py [--gb 1] [--out DIR]
+    .venv/bin/python -m benchmarks.bench_proxy [--gb 1] [--out DIR]
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def test_the_offset_pattern_catches_a_lost_byte() -> None:
 @pytest.mark.skipif(shutil.which("socat") is None, reason="socat (Debian package) missing")
 def test_a_tiny_benchmark_run_writes_its_results(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "benchmarks/bench_proxy.py", "--gb", "0.02", "--repeat", "1",
+        [sys.executable, "-m", "benchmarks.bench_proxy", "--gb", "0.02", "--repeat", "1",
          "--latency-messages", "200", "--connections", "30", "--hold", "0.2",
          "--out", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
