@@ -8,6 +8,8 @@
   values come.
 * `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
   decoded frame, in Arrow's buffers.
+* `pipeline.tls._bulk` (Cython, with OpenSSL's libcrypto): TLS application-data records opened
+  in bulk.
 * `pipeline.compiled.SOURCE_MODULES` (Cython, from their own unchanged source): the session
   model, its streams and rows, the connection tracker and reassembler, the STOMP decoder; the
   source is imported instead under STOMP_LAKE_PURE_PYTHON=1 or when it is newer than its build.
@@ -74,6 +76,14 @@ elif HAVE_CYTHON:
             Extension(
                 "pipeline.session._arrow_columns",
                 ["pipeline/session/_arrow_columns.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            # OpenSSL's headers (Debian: libssl-dev) and libcrypto; without them, not built
+            Extension(
+                "pipeline.tls._bulk",
+                ["pipeline/tls/_bulk.pyx"],
+                libraries=["crypto"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

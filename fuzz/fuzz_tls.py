@@ -7,8 +7,9 @@ then a key log's text up to the first blank line, then the connection's bytes as
 Checked for every input: nothing raises (the key log's parser included); a direction holds at
 most one record and a hello's body; plaintext tiles each direction's plaintext stream from 0, at
 TCP offsets inside what was fed; anomalies and reasons are known kinds; feeding the bytes whole
-or in chunks gives the same plaintext, anomalies and facts; no secret of the key log shows in an
-anomaly.
+or in chunks gives the same plaintext, anomalies and facts, and so do the chunks as runs opened
+in bulk (`TlsSession.open_run`, compiled or pure) past the handshake; no secret of the key log
+shows in an anomaly.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import random
 import struct
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from hypothesis import strategies as st
 
 from fuzz import harness
 from pipeline.net import Direction
+from pipeline.tls import bulk
 from pipeline.tls import session as tls
 from pipeline.tls.handshake import MAX_KEPT_BODY
 from pipeline.tls.keylog import KeyLog
@@ -70,10 +72,46 @@ def pieces(data: bytes, rng: random.Random) -> Iterator[bytes]:
         at += size
 
 
+def opened_in_bulk(
+    session: TlsSession, direction: Direction, tcp_offset: int, chunks: list[bytes]
+) -> list[object]:
+    """The chunks as one run, as `TlsTransport.receive_run` feeds them: opened in bulk, then
+    the record that stopped the run and the chunks after it the record-by-record way."""
+    sizes = [len(chunk) for chunk in chunks]
+    plain_starts: list[int] = []
+    tcp_starts: list[int] = []
+    start, plaintext, plain_sizes, taken = session.open_run(
+        direction, b"".join(chunks), sizes, [0] * len(sizes), plain_starts, tcp_starts
+    )
+    assert sum(plain_sizes) == len(plaintext) and taken <= len(sizes)
+    assert len(plain_sizes) == min(taken + 1, len(sizes))
+    assert plain_starts == sorted(plain_starts) and len(plain_starts) == len(tcp_starts)
+    events: list[object] = []
+    if plaintext:
+        events.append(Plaintext(direction, 0, start, tcp_starts[0], plaintext))
+    if taken < len(sizes):
+        at = tcp_offset + sum(sizes[: taken + 1])
+        events += session.receive(direction, 0, at, b"")
+        for chunk in chunks[taken + 1 :]:
+            events += session.receive(direction, 0, at, chunk)
+            at += len(chunk)
+    return events
+
+
 def feed(
-    keys: KeyLog, wire: list[tuple[Direction, bytes]], flags: int, seed: int, *, chunked: bool
+    keys: KeyLog,
+    wire: list[tuple[Direction, bytes]],
+    flags: int,
+    seed: int,
+    *,
+    chunked: bool,
+    bulk: Callable[..., object] | None = None,
 ) -> tuple[dict[Direction, bytes], list[tuple[str, int]], tuple[object, ...]]:
+    """``bulk``: the runs' opener (`open_bulk`'s choice, or the reference), to feed each
+    direction's chunks as runs opened in bulk past the handshake."""
     session = TlsSession(keys.get)
+    if bulk is not None:
+        session._bulk = bulk  # noqa: SLF001 - which twin opens the runs is the point
     rng = random.Random(seed)
     offsets = {Direction.C2S: 0, Direction.S2C: 0}
     plain = {Direction.C2S: bytearray(), Direction.S2C: bytearray()}
@@ -85,7 +123,12 @@ def feed(
         if flags & 1 and rng.random() < 0.05:
             events += session.receive_gap(direction, 0, offsets[direction], 7)
             offsets[direction] += 7
-        for chunk in pieces(data, rng) if chunked else iter([data]):
+        chunks = list(pieces(data, rng)) if chunked or bulk else [data]
+        if bulk and chunks and session.takes_run(direction):
+            events += opened_in_bulk(session, direction, offsets[direction], chunks)
+            offsets[direction] += len(data)
+            chunks = []
+        for chunk in chunks:
             events += session.receive(direction, 0, offsets[direction], chunk)
             offsets[direction] += len(chunk)
             side = session._sides[direction]  # noqa: SLF001 - the bounds are the point
@@ -114,8 +157,12 @@ def check(data: bytes) -> None:
     keys.add_lines(text.splitlines())
     whole = feed(keys, wire, flags, seed, chunked=False)
     chunked = feed(keys, wire, flags, seed, chunked=True)
+    in_bulk = feed(keys, wire, flags, seed, chunked=True, bulk=tls.open_bulk())
+    reference = feed(keys, wire, flags, seed, chunked=True, bulk=bulk.open_records)
     if not flags & 1:  # gaps fall where the chunks do
         assert whole == chunked, "chunking changed what was decrypted"
+    assert in_bulk[0] == chunked[0] and in_bulk[2] == chunked[2], "bulk opening changed it"
+    assert in_bulk == reference, "the compiled bulk opener differs from its reference"
     secrets = [s.hex() for one in keys.secrets.values() for s in vars_of(one) if s]
     shown = repr(whole[1]) + repr(keys)
     assert not any(s in shown for s in secrets)

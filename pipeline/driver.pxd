@@ -14,4 +14,4 @@ cdef class ConnectionDriver:
     @cython.locals(tracker=CConnectionTracker, model=CSessionModel)
     cpdef data_run(self, src_ip, src_port, data, list sizes, list timestamps, list sources, last_ns)
 
-    cpdef _plain_tcp(self)
+    cpdef _fast_path(self)

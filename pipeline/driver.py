@@ -94,8 +94,8 @@ class ConnectionDriver:
         """Where this sender's next data packet must start to be passed on with `data_run`, and
         the highest byte it sent + 1 (both unwrapped sequence numbers: see
         `pipeline.reassembly.stream.continues`); None when its packets go to `packet`."""
-        plain = self._plain_tcp()
-        return None if plain is None else plain[0].in_order_position(src_ip, src_port)
+        fast = self._fast_path()
+        return None if fast is None else fast[0].in_order_position(src_ip, src_port)
 
     def data_run(
         self,
@@ -112,23 +112,30 @@ class ConnectionDriver:
         ACKs of the other sender taken in between: the tracker and the model take them as one
         run: their payloads joined in ``data``, of ``sizes``. ``last_ns``: the capture time of
         the latest of them all."""
-        plain = self._plain_tcp()
-        assert plain is not None  # as `in_order_position` found it
-        tracker, model = plain
+        fast = self._fast_path()
+        assert fast is not None  # as `in_order_position` found it
+        tracker, model, tls = fast
         last = timestamps[-1]
         from_client, offset = tracker.add_run(src_ip, src_port, data, sizes, last, last_ns)
-        model.on_data_run(Direction.of(from_client), offset, data, sizes, timestamps, sources)
+        direction = Direction.of(from_client)
+        if tls is None:
+            model.on_data_run(direction, offset, data, sizes, timestamps, sources)
+        else:
+            tls.receive_run(model, direction, offset, data, sizes, timestamps, sources)
 
-    def _plain_tcp(self) -> tuple[ConnectionTracker, SessionModel] | None:
-        """The tracker and the model, when the model has started and the connection carries
-        STOMP over plain TCP (the fast paths' condition)."""
+    def _fast_path(self) -> tuple[ConnectionTracker, SessionModel, TlsTransport | None] | None:
+        """The tracker, the model and the TLS transport if any, when the model has started and
+        the connection carries STOMP over plain TCP, or over TLS past its handshake (the fast
+        paths' condition)."""
         state = self._state
         if state is None or state.model is None:
             return None
         transport = state.transport
-        if transport is not None and transport.state != TCP:
-            return None
-        return state.tracker, state.model
+        if transport is None or transport.state == TCP:
+            return state.tracker, state.model, None
+        if type(transport) is TlsTransport and transport.runs:
+            return state.tracker, state.model, transport
+        return None
 
     def packet(self, packet: TcpPacket, payload: bytes, source: Source) -> None:
         if self._first_source is None:
@@ -276,8 +283,12 @@ class ConnectionDriver:
         state.model = self._model_for(conn)
         mid_stream = conn.role_source not in ("syn", "syn_ack")
         transport = Transport(mid_stream=mid_stream, max_held=self.config.websocket_max_held)
-        tls = _opens_tls(first, mid_stream)
-        state.transport = TlsTransport(inner=transport) if tls else transport
+        if _opens_tls(first, mid_stream):
+            tls = TlsTransport(inner=transport)
+            state.model.map_tcp_offsets(tls.tcp_offsets)
+            state.transport = tls
+        else:
+            state.transport = transport
         return swap
 
     @staticmethod

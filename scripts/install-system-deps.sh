@@ -18,9 +18,10 @@ BROWSER_PACKAGES=(chromium chromium-driver)
 NODE_PACKAGE=nodejs
 NPM_PACKAGE=npm
 JAVA_PACKAGE=openjdk-17-jre-headless
-# The distribution's Python with venv and headers: `make` builds the venv with it, the faster
+# The distribution's Python with venv and headers, and OpenSSL's headers for the TLS kernel
+# (pipeline/tls/_bulk.pyx): `make` builds the venv with it, the faster
 # interpreter (scripts/pick-python.sh); without them it takes the first python3 on the PATH.
-PYTHON_PACKAGES=(python3-venv python3-dev)
+PYTHON_PACKAGES=(python3-venv python3-dev libssl-dev)
 # clang for the sanitizer build of the compiled modules (`make fuzz-build`, fuzz/build.sh);
 # only with the `fuzz` argument. libFuzzer and the sanitizer runtimes come with atheris.
 FUZZ_PACKAGES=(clang-19)

@@ -20,7 +20,7 @@ cdef class SessionModel:
     cdef public CProtocolState _protocol
     cdef public object _codec_version
     cdef public object _frame_index
-    cdef public object _first, _close, _websocket, _ws_close, _tls
+    cdef public object _first, _close, _websocket, _ws_close, _tls, _tcp_offsets
 
     @cython.locals(stream=CStream)
     cpdef on_data_run(self, direction, offset, data, list sizes, list timestamps, list sources)

@@ -74,6 +74,7 @@ from pipeline.stomp import Violation as StompViolation
 if TYPE_CHECKING:
     from pipeline.stomp.decoder import _NeedData
     from pipeline.tls.session import TlsFacts
+    from pipeline.tls.transport import RecordOffsets
     from pipeline.websocket.events import Control, HandshakeSeen, Violation
 
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
@@ -121,6 +122,7 @@ class SessionModel:
         "_ws_counts",
         "_ws_close",
         "_tls",
+        "_tcp_offsets",
     )
 
     def __init__(
@@ -155,12 +157,16 @@ class SessionModel:
         self._ws_counts = {"ping": 0, "pong": 0, "close": 0}
         self._ws_close: Control | None = None  # the first close frame
         self._tls: TlsFacts | None = None  # set: the connection is STOMP (or WebSocket) over TLS
+        # Plain STOMP inside TLS: by direction, what gives a plaintext offset's TCP offset
+        self._tcp_offsets: dict[str, RecordOffsets] | None = None
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
+        if "_tcp_offsets" not in state[1]:  # carried by a release without it
+            self._tcp_offsets = None
 
     # ---- input -----------------------------------------------------------------------------
 
@@ -288,6 +294,12 @@ class SessionModel:
         if handshake.request_ns is not None:
             self._touch(handshake.request_ns)  # the session starts with the upgrade request
         self._touch(handshake.ts_ns)
+
+    def map_tcp_offsets(self, offsets: dict[str, RecordOffsets]) -> None:
+        """The connection is TLS: its frames of plain STOMP get the TCP offset of the record
+        that carried their first byte, from ``offsets`` (by direction), which the TLS transport
+        keeps up to date."""
+        self._tcp_offsets = offsets
 
     def on_tls(self, facts: TlsFacts) -> None:
         """The connection is carried by TLS: the sessions row gets what was negotiated, whether
@@ -480,7 +492,12 @@ class SessionModel:
             violation = ",".join(dict.fromkeys([v.kind for v in frame.violations]))
             for v in frame.violations:
                 out.violation(v.kind, direction, stream.chunk_at(v.offset), v.offset, v.detail)
-        tcp_offset = None if self._websocket is None else first.tcp_offset_of(frame.start)
+        if self._websocket is not None:
+            tcp_offset = first.tcp_offset_of(frame.start)
+        elif self._tcp_offsets is not None:
+            tcp_offset = self._tcp_offsets[direction].tcp_of(frame.start)
+        else:
+            tcp_offset = None
         out.frames.add(
             self.session_id,
             direction,

@@ -27,7 +27,8 @@ class RecordCipher:
     """Decrypts one direction's records in order, counting their sequence numbers."""
 
     __slots__ = (
-        "suite", "tls13", "_aead", "_key", "_iv", "_iv_number", "_mac_key", "_etm", "_blocks", "seq"
+        "suite", "tls13", "_aead", "_key", "_iv", "_iv_number", "_mac_key", "_etm", "_blocks",
+        "seq", "bulk",
     )  # fmt: skip
 
     def __init__(
@@ -56,6 +57,7 @@ class RecordCipher:
         elif suite.cipher == CHACHA:
             self._aead = ChaCha20Poly1305(key)
         self.seq = 0
+        self.bulk: object = None  # what `pipeline.tls._bulk` keyed, kept for the next run
 
     def __reduce__(self) -> tuple[object, ...]:
         """Pickled as its keys and sequence number (a connection carried to the next batch);

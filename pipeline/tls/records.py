@@ -83,6 +83,21 @@ class RecordReader:
         self._offset += start
         return records
 
+    def take(self) -> tuple[bytes, int]:
+        """The bytes held (part of a record to come) and the TCP offset of the first, let go:
+        `pipeline.tls.bulk` reads them with the bytes that follow, and gives back with `hold`
+        what it leaves."""
+        if not self._buffer:
+            return b"", self._offset
+        held, self._buffer = bytes(self._buffer), bytearray()
+        return held, self._offset
+
+    def hold(self, rest: bytes, tcp_offset: int) -> None:
+        """``rest``, at ``tcp_offset`` in the TCP stream, is what the next `feed` continues."""
+        if rest:
+            self._buffer = bytearray(rest)
+        self._offset = tcp_offset
+
     def _stop(self, start: int, records: list[Record], reason: str) -> list[Record]:
         self.failure = NotTls(self._offset + start, reason)
         self._buffer = bytearray()

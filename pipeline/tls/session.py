@@ -17,7 +17,9 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pipeline.compiled import kernel
 from pipeline.net import Direction
+from pipeline.tls import bulk
 from pipeline.tls.cipher import BadRecord, RecordCipher
 from pipeline.tls.handshake import (
     CLIENT_HELLO,
@@ -45,6 +47,13 @@ from pipeline.tls.records import (
     RecordReader,
 )
 from pipeline.tls.suites import SUITES, CipherSuite, suite_name
+
+
+def open_bulk() -> Callable[..., tuple[bytes, list[int], int, int]]:
+    """`pipeline.tls.bulk.open_records`, compiled where built."""
+    compiled = kernel("tls_bulk")
+    return bulk.open_records if compiled is None else compiled.open_records
+
 
 # Why a connection's application data could not be read
 NO_KEYS = "no_keys"
@@ -101,6 +110,16 @@ class TlsFacts:
     first_ns: int | None = None
     last_ns: int | None = None
 
+    def saw_run(self, direction: str, timestamps: list[int], size: int) -> None:
+        """`saw` of packets of ``size`` bytes in all, in capture order."""
+        self.wire_bytes[direction] += size
+        if timestamps:
+            first, last = timestamps[0], timestamps[-1]
+            if self.first_ns is None or first < self.first_ns:
+                self.first_ns = first
+            if self.last_ns is None or last > self.last_ns:
+                self.last_ns = last
+
     def saw(self, direction: str, ts_ns: int, size: int) -> None:
         self.wire_bytes[direction] += size
         if self.first_ns is None or ts_ns < self.first_ns:
@@ -130,7 +149,7 @@ class _Side:
 
 
 class TlsSession:
-    __slots__ = ("facts", "_keys", "_sides", "_random", "_suite", "_etm", "_tls13")
+    __slots__ = ("facts", "_keys", "_sides", "_random", "_suite", "_etm", "_tls13", "_bulk")
 
     def __init__(self, keys: Callable[[bytes], Secrets | None] = task_secrets) -> None:
         self.facts = TlsFacts()
@@ -140,19 +159,21 @@ class TlsSession:
         self._suite: CipherSuite | None = None
         self._etm = False
         self._tls13 = False
+        self._bulk = open_bulk()  # chosen once: a run costs about a microsecond
 
     def __getstate__(self) -> dict[str, object]:
         """What a connection carried to the next batch keeps: the derived keys of its record
         ciphers (and TLS 1.3's traffic secrets, for a KeyUpdate), never the key log or the
         secrets looked up in it; a carried connection looks its secrets up in the next task's
         key log (`task_secrets`) should its ServerHello still be to come."""
-        state = {name: getattr(self, name) for name in self.__slots__}
+        state = {name: getattr(self, name) for name in self.__slots__ if name != "_bulk"}
         state["_keys"] = task_secrets
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         for name, value in state.items():
             setattr(self, name, value)
+        self._bulk = open_bulk()
 
     def receive(
         self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
@@ -173,6 +194,54 @@ class TlsSession:
                 TlsAnomaly(direction, ts_ns, failure.tcp_offset, TLS_NOT_TLS, failure.reason)
             )
         return events
+
+    def takes_run(self, direction: Direction) -> bool:
+        """Whether this direction's next records may be opened in bulk (`open_run`): keyed,
+        decrypting, past the handshake, nothing failed."""
+        side = self._sides[direction]
+        return (
+            side.cipher is not None
+            and self.facts.decrypted
+            and side.failed == 0
+            and not side.stopped
+            and side.reader.failure is None
+            and (side.handshake_done or not self._tls13)
+        )
+
+    def open_run(
+        self,
+        direction: Direction,
+        data: bytes,
+        sizes: list[int],
+        timestamps: list[int],
+        plain_starts: list[int],
+        tcp_starts: list[int],
+    ) -> tuple[int, bytes, list[int], int]:
+        """`receive` of a run of packets joined in ``data`` (their ``sizes`` and times), while
+        `takes_run`: the application data of the records they complete, opened in bulk
+        (`pipeline.tls.bulk`). Returns (the plaintext offset of the first byte, the plaintext,
+        its bytes by packet, the packets taken). When not all were taken, the record that stopped
+        the run and the rest of its packet (the one after those taken) are held, for
+        `receive(direction, ts, offset, b"")` with that packet's time to read them, and the
+        packets after it go to `receive`."""
+        side = self._sides[direction]
+        cipher = side.cipher
+        assert cipher is not None
+        held, tcp_offset = side.reader.take()
+        source = held + data if held else data
+        start = side.plain_offset
+        plaintext, plain_sizes, taken, consumed = self._bulk(
+            cipher, source, len(held), sizes, tcp_offset, start, plain_starts, tcp_starts
+        )
+        if taken == len(sizes):
+            read = len(source)
+            self.facts.saw_run(direction, timestamps, len(data))
+        else:  # up to the end of the packet holding the record that stopped the run
+            read = len(held) + sum(sizes[: taken + 1])
+            self.facts.saw_run(direction, timestamps[: taken + 1], read - len(held))
+        side.reader.hold(source[consumed:read] if consumed < read else b"", tcp_offset + consumed)
+        side.plain_offset += len(plaintext)
+        return start, plaintext, plain_sizes, taken
 
     def receive_gap(
         self, direction: Direction, ts_ns: int, tcp_offset: int, size: int

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pipeline.net import Direction
+from pipeline.session import SessionModel
 from pipeline.tls.keylog import Secrets, task_secrets
 from pipeline.tls.records import HANDSHAKE
 from pipeline.tls.session import Plaintext, TlsAnomaly, TlsFacts, TlsSession
-from pipeline.websocket import Transport
+from pipeline.websocket import Transport, apply
 from pipeline.websocket.events import Control, Event, StompData, Violation
 from pipeline.websocket.transport import TCP
 
@@ -38,7 +39,7 @@ def looks_like_tls(data: bytes) -> bool:
     return len(data) >= 5 and 20 <= data[0] <= 24 and data[1] == 3 and data[2] <= 4
 
 
-class _OffsetMap:
+class RecordOffsets:
     """Plaintext offsets of one direction's records, and the TCP offsets of the records: at
     least the latest `MAX_RECORDS_MAPPED`, in lists (a deque's indexing, which `bisect` does, is
     linear in the middle)."""
@@ -52,9 +53,14 @@ class _OffsetMap:
     def add(self, plain_offset: int, tcp_offset: int) -> None:
         self.plain.append(plain_offset)
         self.tcp.append(tcp_offset)
+        self.trim()
+
+    def trim(self) -> None:
+        """Drop the oldest records when more than twice `MAX_RECORDS_MAPPED` are held."""
         if len(self.plain) > 2 * MAX_RECORDS_MAPPED:
-            del self.plain[:MAX_RECORDS_MAPPED]
-            del self.tcp[:MAX_RECORDS_MAPPED]
+            drop = len(self.plain) - MAX_RECORDS_MAPPED
+            del self.plain[:drop]
+            del self.tcp[:drop]
 
     def tcp_of(self, plain_offset: int) -> int:
         index = bisect_right(self.plain, plain_offset) - 1
@@ -77,7 +83,7 @@ class TlsTransport:
     """TLS, then the inner transport. ``state`` is never the inner transport's TCP: every byte
     goes through `receive`."""
 
-    __slots__ = ("tls", "inner", "_maps")
+    __slots__ = ("tls", "inner", "_maps", "runs")
     state = "TLS"
 
     def __init__(
@@ -89,43 +95,112 @@ class TlsTransport:
         the flow-pass task was given (`pipeline.tls.keylog.use_keylog`)."""
         self.tls = TlsSession(keys)
         self.inner = inner if inner is not None else Transport()
-        self._maps = {Direction.C2S: _OffsetMap(), Direction.S2C: _OffsetMap()}
+        self._maps = {Direction.C2S: RecordOffsets(), Direction.S2C: RecordOffsets()}
+        # Whether packets may come in runs (`receive_run`): plain STOMP inside, both
+        # directions past the handshake with nothing failed. Known again after each `receive`,
+        # the only way these change.
+        self.runs = False
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        self.runs = False  # carried by a release without it
+        for name, value in state[1].items():
+            setattr(self, name, value)
 
     @property
     def websocket(self) -> bool:
         return self.inner.websocket
+
+    def _check_runs(self) -> None:
+        tls = self.tls
+        self.runs = (
+            self.inner.state == TCP
+            and tls.takes_run(Direction.C2S)
+            and tls.takes_run(Direction.S2C)
+        )
 
     def receive(
         self, direction: Direction, ts_ns: int, tcp_offset: int, data: bytes
     ) -> list[Event]:
         out: list[Event] = []
         plain: list[bytes] = []
-        start = -1
+        start = first_tcp = -1
         offsets = self._maps[direction]
         for event in self.tls.receive(direction, ts_ns, tcp_offset, data):
             if isinstance(event, Plaintext):
                 offsets.add(event.offset, event.tcp_offset)
                 if not plain:
-                    start = event.offset
+                    start, first_tcp = event.offset, event.tcp_offset
                 plain.append(event.data)
             else:
                 out.append(_violation(event))
-        if not plain:
-            return out
-        # The records a TCP chunk completed go on as one piece, as plain TCP's bytes do
-        joined = plain[0] if len(plain) == 1 else b"".join(plain)
-        if self.inner.state == TCP:  # plain STOMP inside: the inner transport would pass it on
-            carried = offsets.records(start, len(joined))
-            piece = StompData(direction, ts_ns, start, carried[0][1], joined, False, carried[1:])
-            out.insert(0, piece)
-        else:
-            out[:0] = self._mapped(self.inner.receive(direction, ts_ns, start, joined))
+        if plain:
+            # The records a TCP chunk completed go on as one piece, as plain TCP's bytes do
+            joined = plain[0] if len(plain) == 1 else b"".join(plain)
+            if self.inner.state == TCP:  # plain STOMP inside: the inner transport would pass it
+                # on (its frames' TCP offsets come from `tcp_offsets`, which the model is given)
+                out.insert(0, StompData(direction, ts_ns, start, first_tcp, joined, False, ()))
+            else:
+                out[:0] = self._mapped(self.inner.receive(direction, ts_ns, start, joined))
+        self._check_runs()
         return out
+
+    def receive_run(
+        self,
+        model: SessionModel,
+        direction: Direction,
+        tcp_offset: int,
+        data: bytes,
+        sizes: list[int],
+        timestamps: list[int],
+        sources: list[tuple[str, int]],
+    ) -> None:
+        """`receive` of consecutive packets of one direction joined in ``data`` (their
+        ``sizes``, capture times and sources), their events applied to ``model``. While the
+        direction is past its handshake and carries plain STOMP, the records are opened in
+        bulk and their plaintext goes to the model as one run (`SessionModel.on_data_run`),
+        each packet with the plaintext of the records it completed."""
+        taken = 0
+        if self.runs:
+            offsets = self._maps[direction]
+            start, plain, plain_sizes, taken = self.tls.open_run(
+                direction, data, sizes, timestamps, offsets.plain, offsets.tcp
+            )
+            if len(offsets.plain) > 2 * MAX_RECORDS_MAPPED:
+                offsets.trim()
+            if plain:
+                times, origins = timestamps, sources
+                if 0 in plain_sizes or taken < len(sizes):  # packets that completed no record
+                    kept = [i for i, size in enumerate(plain_sizes) if size]
+                    plain_sizes = [plain_sizes[i] for i in kept]
+                    times = [timestamps[i] for i in kept]
+                    origins = [sources[i] for i in kept]
+                model.on_data_run(direction, start, plain, plain_sizes, times, origins)
+            if taken == len(sizes):
+                return
+            # the record that stopped the run, and the rest of its packet, are held: read them
+            # the record-by-record way with that packet's time
+            at = tcp_offset + sum(sizes[: taken + 1])
+            apply(model, self.receive(direction, timestamps[taken], at, b""), sources[taken])
+            taken += 1
+        at = sum(sizes[:taken])
+        for index in range(taken, len(sizes)):
+            size = sizes[index]
+            piece = data[at : at + size]
+            events = self.receive(direction, timestamps[index], tcp_offset + at, piece)
+            apply(model, events, sources[index])
+            at += size
+
+    @property
+    def tcp_offsets(self) -> dict[str, RecordOffsets]:
+        """Each direction's plaintext offsets and the TCP offsets of the records that carried
+        them (`RecordOffsets.tcp_of`), for the model's frames of plain STOMP inside TLS."""
+        return {str(direction): offsets for direction, offsets in self._maps.items()}
 
     def receive_gap(
         self, direction: Direction, ts_ns: int, tcp_offset: int, size: int
     ) -> list[Event]:
         gap = self.tls.receive_gap(direction, ts_ns, tcp_offset, size)
+        self._check_runs()
         return [_violation(e) for e in gap if isinstance(e, TlsAnomaly)]
 
     def receive_eof(self, direction: Direction, ts_ns: int) -> list[Event]:

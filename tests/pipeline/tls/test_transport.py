@@ -4,15 +4,19 @@ them."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline.net import Direction
+from pipeline.session import Endpoint, SessionModel
 from pipeline.tls.keylog import KeyLog, use_keylog
 from pipeline.tls.records import APPLICATION_DATA
 from pipeline.tls.session import NO_KEYS, TlsFacts
 from pipeline.tls.transport import TlsTransport, looks_like_tls, starts_tls
+from pipeline.websocket import apply
 from pipeline.websocket.events import HandshakeSeen, StompData, Violation
 from tests.support.tls_pair import Conversation, converse
 from tests.support.websocket_wire import Side, request, response
@@ -145,3 +149,65 @@ def test_carried_state_holds_no_secret_of_the_key_log(
             label, _, secret = line.split()
             if line in other.keylog or label not in kept:
                 assert bytes.fromhex(secret) not in carried, label
+
+
+def tables(talk: Conversation, runs: random.Random | None) -> dict[str, list[Any]]:
+    """The model's rows of a conversation fed packet by packet (``runs`` None), or in runs of
+    random length whenever the transport takes them, each packet cut in random pieces."""
+    transport = TlsTransport(keys_of(talk).get)
+    model = SessionModel("s", Endpoint("10.0.0.1", 40000), Endpoint("10.0.0.2", 61614))
+    model.map_tcp_offsets(transport.tcp_offsets)
+    offsets = {C2S: 0, S2C: 0}
+    wire = list(enumerate(talk.wire))
+    while wire:
+        number, (direction, data) = wire.pop(0)
+        if runs is None or not transport.runs:
+            events = transport.receive(direction, number, offsets[direction], data)
+            apply(model, events, ("f", number))
+            offsets[direction] += len(data)
+            continue
+        joined, sizes, times = [data], [len(data)], [number]
+        while wire and wire[0][1][0] is direction and runs.random() < 0.7:
+            number, (_, more) = wire.pop(0)
+            joined.append(more)
+            sizes.append(len(more))
+            times.append(number)
+        run = b"".join(joined)
+        transport.receive_run(
+            model, direction, offsets[direction], run, sizes, times, [("f", t) for t in times]
+        )
+        offsets[direction] += len(run)
+    model.on_tls(transport.facts)
+    model.finish(len(talk.wire))
+    return {table: list(rows) for table, rows in model.drain().items()}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"tls12_cipher": "ECDHE-RSA-AES128-GCM-SHA256"},
+        {"tls12_cipher": "ECDHE-RSA-AES128-SHA256"},
+    ],
+    ids=["tls13", "tls12-gcm", "tls12-cbc"],
+)
+def test_runs_opened_in_bulk_give_the_rows_of_packets_one_by_one(
+    tmp_path: Path, options: dict[str, Any]
+) -> None:
+    exchanges = [(C2S, CONNECT), (S2C, CONNECTED)]
+    for n in range(30):
+        message = b"MESSAGE\nmessage-id:%d\ndestination:/q/a\n\n%s\0" % (n, b"x" * n * 40)
+        exchanges += [(S2C, message)]
+        if n % 4 == 0:
+            exchanges += [(C2S, SEND)]
+    key_update = None if options else 10  # TLS 1.3: a KeyUpdate stops a run mid-way
+    talk = converse(tmp_path, exchanges=exchanges, key_update_after=key_update, **options)
+    one_by_one = tables(talk, None)
+    frames = one_by_one["frames"]
+    assert len(frames) == 2 + 30 + 8
+    streams = {d: talk.stream(d) for d in (C2S, S2C)}
+    for frame in frames:  # each at the TCP offset of the record carrying its first byte
+        record = streams[Direction(frame["direction"])][frame["tcp_offset"] :]
+        assert record[0] == APPLICATION_DATA and frame["tcp_offset"] > frame["stream_offset"]
+    for seed in range(5):
+        assert tables(talk, random.Random(seed)) == one_by_one, seed
