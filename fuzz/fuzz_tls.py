@@ -105,7 +105,7 @@ def feed(
     seed: int,
     *,
     chunked: bool,
-    bulk: Callable[..., object] | None = None,
+    bulk: Callable[..., tuple[bytes, list[int], int, int]] | None = None,
 ) -> tuple[dict[Direction, bytes], list[tuple[str, int]], tuple[object, ...]]:
     """``bulk``: the runs' opener (`open_bulk`'s choice, or the reference), to feed each
     direction's chunks as runs opened in bulk past the handshake."""
