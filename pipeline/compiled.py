@@ -59,6 +59,9 @@ SOURCE_MODULES = (
     "pipeline.stomp.events",
     "pipeline.stomp.fast_path",
     "pipeline.stomp.headers",
+    "pipeline.tls.records",
+    "pipeline.tls.session",
+    "pipeline.tls.transport",
 )
 
 # The package runs from a source checkout (setup.py beside it), not from an installed wheel.

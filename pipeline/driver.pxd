@@ -5,13 +5,14 @@ import cython
 
 from pipeline.reassembly.connections cimport ConnectionTracker as CConnectionTracker
 from pipeline.session.model cimport SessionModel as CSessionModel
+from pipeline.tls.transport cimport TlsTransport as CTlsTransport
 
 
 cdef class ConnectionDriver:
     cdef public object config, _state, _first_source
     cdef public dict _out
 
-    @cython.locals(tracker=CConnectionTracker, model=CSessionModel)
+    @cython.locals(tracker=CConnectionTracker, model=CSessionModel, tls=CTlsTransport)
     cpdef data_run(self, src_ip, src_port, data, list sizes, list timestamps, list sources, last_ns)
 
     cpdef _fast_path(self)

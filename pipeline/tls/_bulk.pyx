@@ -1,18 +1,26 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """`pipeline.tls.bulk.open_records` in C: application-data records opened with OpenSSL's EVP
-interface (AES-GCM and ChaCha20-Poly1305, TLS 1.2 and 1.3), their plaintext written straight
-into the bytes returned; no Python object a record but the two offsets a record with plaintext
-appends. AES-CBC suites go to the reference, which this module calls for them.
+interface (AES-GCM and ChaCha20-Poly1305, TLS 1.2 and 1.3; AES-CBC with HMAC, TLS 1.2, MAC then
+encrypt or encrypt then MAC), their plaintext written straight into the bytes returned; no
+Python object a record but the two offsets a record with plaintext appends. A suite this module
+does not know goes to the reference, which it calls for it.
 
 The records are cut out of ``source`` by lengths read from it: every read is checked against
 the end of the bytes taken so far before it is made.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING
+from cpython.ref cimport PyObject, Py_XDECREF
 from libc.string cimport memcpy
 
 from pipeline.tls import bulk
-from pipeline.tls.suites import CHACHA, GCM
+from pipeline.tls.suites import CBC, CHACHA, GCM
+
+
+cdef extern from "Python.h":
+    PyObject* _new_bytes "PyBytes_FromStringAndSize"(const char* data, Py_ssize_t size) except NULL
+    int _PyBytes_Resize(PyObject** data, Py_ssize_t size) except -1
+    char* _bytes_of "PyBytes_AS_STRING"(PyObject* data)
 
 
 cdef extern from "openssl/evp.h":
@@ -35,7 +43,35 @@ cdef extern from "openssl/evp.h":
     )
     int EVP_DecryptFinal_ex(EVP_CIPHER_CTX* ctx, unsigned char* out, int* out_length)
     int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX* ctx, int kind, int arg, void* ptr)
+    int EVP_CIPHER_CTX_set_padding(EVP_CIPHER_CTX* ctx, int padding)
     int EVP_CTRL_AEAD_SET_TAG
+    const EVP_CIPHER* EVP_aes_128_cbc()
+    const EVP_CIPHER* EVP_aes_256_cbc()
+
+    ctypedef struct EVP_MAC:
+        pass
+    ctypedef struct EVP_MAC_CTX:
+        pass
+    EVP_MAC* EVP_MAC_fetch(void* library, const char* algorithm, const char* properties)
+    void EVP_MAC_free(EVP_MAC* mac)
+    EVP_MAC_CTX* EVP_MAC_CTX_new(EVP_MAC* mac)
+    void EVP_MAC_CTX_free(EVP_MAC_CTX* ctx)
+    int EVP_MAC_init(
+        EVP_MAC_CTX* ctx, const unsigned char* key, size_t key_length, const OSSL_PARAM* params
+    )
+    int EVP_MAC_update(EVP_MAC_CTX* ctx, const unsigned char* data, size_t length)
+    int EVP_MAC_final(EVP_MAC_CTX* ctx, unsigned char* out, size_t* out_length, size_t size)
+
+
+cdef extern from "openssl/params.h":
+    ctypedef struct OSSL_PARAM:
+        pass
+    OSSL_PARAM OSSL_PARAM_construct_utf8_string(const char* key, char* value, size_t size)
+    OSSL_PARAM OSSL_PARAM_construct_end()
+
+
+cdef extern from "openssl/crypto.h":
+    int CRYPTO_memcmp(const void* a, const void* b, size_t length)
 
 
 cdef enum:
@@ -45,6 +81,8 @@ cdef enum:
     NONCE_LENGTH = 12
     EXPLICIT_NONCE = 8  # TLS 1.2 GCM
     MAX_FRAGMENT = (1 << 14) + 2048
+    BLOCK = 16
+    MAX_MAC = 64
 
 
 cdef class _Opener:
@@ -52,20 +90,62 @@ cdef class _Opener:
     the key set once, a nonce and the additional data a record."""
 
     cdef EVP_CIPHER_CTX* ctx
-    cdef bint keyed, tls13, explicit_nonce
+    cdef EVP_MAC_CTX* mac  # CBC suites: HMAC keyed with the MAC key
+    cdef bint keyed, tls13, explicit_nonce, cbc, encrypt_then_mac
     cdef unsigned char iv[NONCE_LENGTH]
-    cdef Py_ssize_t iv_length
+    cdef Py_ssize_t iv_length, mac_length
     cdef unsigned long long seq
 
     def __cinit__(self):
         self.ctx = EVP_CIPHER_CTX_new()
+        self.mac = NULL
 
     def __dealloc__(self):
         if self.ctx != NULL:
             EVP_CIPHER_CTX_free(self.ctx)
+        if self.mac != NULL:
+            EVP_MAC_CTX_free(self.mac)
 
-    cdef int set_key(self, bytes key, bytes iv, str kind, bint tls13):
-        """0 (and `keyed`) when the suite is one this module opens, else -1."""
+    cdef int set_key(self, cipher):
+        """0 (and `keyed`) when the suite of ``cipher`` (a `RecordCipher`) is one this module
+        opens, else -1."""
+        cdef bytes key = cipher._key
+        suite = cipher.suite
+        if suite.cipher == CBC:
+            return self.set_cbc_key(key, cipher._mac_key, suite.mac_name, cipher._etm)
+        return self.set_aead_key(key, cipher._iv, suite.cipher, cipher.tls13)
+
+    cdef int set_cbc_key(self, bytes key, bytes mac_key, str mac_name, bint encrypt_then_mac):
+        cdef const EVP_CIPHER* evp
+        cdef EVP_MAC* hmac
+        cdef OSSL_PARAM params[2]
+        cdef bytes digest = {"sha1": b"SHA1", "sha256": b"SHA256", "sha384": b"SHA384"}.get(
+            mac_name, b""
+        )
+        if self.ctx == NULL or not digest or len(key) not in (16, 32):
+            return -1
+        evp = EVP_aes_128_cbc() if len(key) == 16 else EVP_aes_256_cbc()
+        if EVP_DecryptInit_ex(self.ctx, evp, NULL, <const unsigned char*>PyBytes_AS_STRING(key), NULL) != 1:
+            return -1
+        EVP_CIPHER_CTX_set_padding(self.ctx, 0)
+        hmac = EVP_MAC_fetch(NULL, b"HMAC", NULL)
+        if hmac == NULL:
+            return -1
+        self.mac = EVP_MAC_CTX_new(hmac)
+        EVP_MAC_free(hmac)
+        params[0] = OSSL_PARAM_construct_utf8_string(b"digest", PyBytes_AS_STRING(digest), 0)
+        params[1] = OSSL_PARAM_construct_end()
+        if self.mac == NULL or EVP_MAC_init(
+            self.mac, <const unsigned char*>PyBytes_AS_STRING(mac_key), len(mac_key), params
+        ) != 1:
+            return -1
+        self.mac_length = {"sha1": 20, "sha256": 32, "sha384": 48}[mac_name]
+        self.cbc = True
+        self.encrypt_then_mac = encrypt_then_mac
+        self.keyed = True
+        return 0
+
+    cdef int set_aead_key(self, bytes key, bytes iv, str kind, bint tls13):
         cdef const EVP_CIPHER* evp
         if self.ctx == NULL:
             return -1
@@ -96,6 +176,84 @@ cdef class _Opener:
         """The plaintext length of the record at ``record`` (header included, ``length`` bytes
         of fragment), written to ``out``, and its content type in ``inner``; -1 when it does not
         authenticate (nothing counted)."""
+        if self.cbc:
+            inner[0] = record[0]
+            return self.open_cbc(record, length, out)
+        return self.open_aead(record, length, out, inner)
+
+    cdef int hmac_matches(
+        self, const unsigned char* record, const unsigned char* data, Py_ssize_t length,
+        const unsigned char* expected,
+    ):
+        """Whether ``expected`` is the record's HMAC over its sequence number, type, version,
+        ``length`` and the ``length`` bytes at ``data`` (RFC 5246 6.2.3.1)."""
+        cdef unsigned char header[13]
+        cdef unsigned char mac[MAX_MAC]
+        cdef size_t written = 0
+        cdef int i
+        for i in range(8):
+            header[7 - i] = (self.seq >> (8 * i)) & 0xFF
+        header[8] = record[0]
+        header[9] = record[1]
+        header[10] = record[2]
+        header[11] = (length >> 8) & 0xFF
+        header[12] = length & 0xFF
+        if (
+            EVP_MAC_init(self.mac, NULL, 0, NULL) != 1  # the key set once is kept
+            or EVP_MAC_update(self.mac, header, 13) != 1
+            or EVP_MAC_update(self.mac, data, length) != 1
+            or EVP_MAC_final(self.mac, mac, &written, MAX_MAC) != 1
+            or <Py_ssize_t>written != self.mac_length
+        ):
+            return 0
+        return CRYPTO_memcmp(mac, expected, self.mac_length) == 0
+
+    cdef Py_ssize_t unpadded(self, const unsigned char* sealed, Py_ssize_t length, unsigned char* out):
+        """CBC decryption of ``length`` bytes at ``sealed`` (its IV, then whole blocks) into
+        ``out``, and the length without its padding; -1 when the blocks or the padding are
+        wrong."""
+        cdef int written = 0
+        cdef Py_ssize_t plain_length = length - BLOCK, i
+        cdef unsigned char pad
+        if length < 2 * BLOCK or length % BLOCK:
+            return -1
+        if EVP_DecryptInit_ex(self.ctx, NULL, NULL, NULL, sealed) != 1:
+            return -1
+        if EVP_DecryptUpdate(self.ctx, out, &written, sealed + BLOCK, <int>plain_length) != 1:
+            return -1
+        if written != plain_length:
+            return -1
+        pad = out[plain_length - 1]
+        if pad + 1 > plain_length:
+            return -1
+        for i in range(plain_length - pad - 1, plain_length):
+            if out[i] != pad:
+                return -1
+        return plain_length - pad - 1
+
+    cdef Py_ssize_t open_cbc(self, const unsigned char* record, Py_ssize_t length, unsigned char* out):
+        cdef const unsigned char* fragment = record + HEADER_LENGTH
+        cdef Py_ssize_t sealed_length, content, data_length
+        if self.encrypt_then_mac:
+            if length < self.mac_length + 2 * BLOCK:
+                return -1
+            sealed_length = length - self.mac_length
+            if not self.hmac_matches(record, fragment, sealed_length, fragment + sealed_length):
+                return -1
+            return self.unpadded(fragment, sealed_length, out)
+        if length < 2 * BLOCK or length % BLOCK:
+            return -1
+        content = self.unpadded(fragment, length, out)
+        if content < self.mac_length:
+            return -1
+        data_length = content - self.mac_length
+        if not self.hmac_matches(record, out, data_length, out + data_length):
+            return -1
+        return data_length
+
+    cdef Py_ssize_t open_aead(
+        self, const unsigned char* record, Py_ssize_t length, unsigned char* out, int* inner
+    ):
         cdef unsigned char nonce[NONCE_LENGTH]
         cdef unsigned char aad[13]
         cdef const unsigned char* fragment = record + HEADER_LENGTH
@@ -168,7 +326,7 @@ def open_records(
     cdef _Opener opener = cipher.bulk
     if opener is None:
         opener = _Opener()
-        opener.set_key(cipher._key, cipher._iv, cipher.suite.cipher, cipher.tls13)
+        opener.set_key(cipher)
         cipher.bulk = opener  # kept, keyed or not (a suite this module leaves to the reference)
     if not opener.keyed:
         return bulk.open_records(
@@ -178,42 +336,48 @@ def open_records(
     opener.seq = cipher.seq
     cdef const unsigned char* data = <const unsigned char*>PyBytes_AS_STRING(source)
     cdef Py_ssize_t total = len(source)
-    cdef object out = PyBytes_FromStringAndSize(NULL, total)
-    cdef unsigned char* plain = <unsigned char*>PyBytes_AS_STRING(out)
+    # the plaintext, written in place and cut to its length at the end (it is never longer
+    # than the records it came from); owned here until then
+    cdef PyObject* out = _new_bytes(NULL, total)
+    cdef unsigned char* plain = <unsigned char*>_bytes_of(out)
     cdef Py_ssize_t written = 0, start = 0, end = first_packet, length, record_end, opened
     cdef Py_ssize_t produced, index = 0, count = len(sizes), size
     cdef int inner = 0
     cdef bint stopped = False
     cdef list plain_sizes = []
-    for index in range(count):
-        size = sizes[index]
-        end += size
-        if end > total:
-            raise ValueError("the packets' sizes pass the end of the bytes")
-        produced = 0
-        while end - start >= HEADER_LENGTH:
-            length = (data[start + 3] << 8) | data[start + 4]
-            record_end = start + HEADER_LENGTH + length
-            if data[start] != APPLICATION_DATA or data[start + 1] != 3 or length > MAX_FRAGMENT:
-                stopped = True
+    try:
+        for index in range(count):
+            size = sizes[index]
+            end += size
+            if end > total:
+                raise ValueError("the packets' sizes pass the end of the bytes")
+            produced = 0
+            while end - start >= HEADER_LENGTH:
+                length = (data[start + 3] << 8) | data[start + 4]
+                record_end = start + HEADER_LENGTH + length
+                if data[start] != APPLICATION_DATA or data[start + 1] != 3 or length > MAX_FRAGMENT:
+                    stopped = True
+                    break
+                if record_end > end:
+                    break
+                # a record opens into no more bytes than it has: written + length <= total
+                opened = opener.open(data + start, length, plain + written, &inner)
+                if opened < 0 or inner != APPLICATION_DATA:
+                    stopped = True
+                    break
+                opener.seq += 1
+                if opened:
+                    plain_starts.append(plain_offset + written)
+                    tcp_starts.append(tcp_offset + start)
+                    written += opened
+                    produced += opened
+                start = record_end
+            plain_sizes.append(produced)
+            if stopped:
                 break
-            if record_end > end:
-                break
-            # a record opens into no more bytes than it has: written + length <= total
-            opened = opener.open(data + start, length, plain + written, &inner)
-            if opened < 0 or inner != APPLICATION_DATA:
-                stopped = True
-                break
-            opener.seq += 1
-            if opened:
-                plain_starts.append(plain_offset + written)
-                tcp_starts.append(tcp_offset + start)
-                written += opened
-                produced += opened
-            start = record_end
-        plain_sizes.append(produced)
-        if stopped:
-            break
-    cipher.seq = opener.seq
-    plaintext = out if written == total else out[:written]
+        _PyBytes_Resize(&out, written)
+        plaintext = <object>out
+    finally:
+        cipher.seq = opener.seq
+        Py_XDECREF(out)
     return plaintext, plain_sizes, index if stopped else count, start

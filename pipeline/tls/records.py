@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.compiled import set_slot_values, slot_values
+
 CHANGE_CIPHER_SPEC = 20
 ALERT = 21
 HANDSHAKE = 22
@@ -44,6 +46,12 @@ class RecordReader:
         self._buffer = bytearray()
         self._offset = tcp_offset  # TCP offset of _buffer[0]
         self.failure: NotTls | None = None
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
     @property
     def held(self) -> int:

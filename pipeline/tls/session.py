@@ -17,7 +17,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipeline.compiled import kernel
+from pipeline.compiled import kernel, set_slot_values, slot_values
 from pipeline.net import Direction
 from pipeline.tls import bulk
 from pipeline.tls.cipher import BadRecord, RecordCipher
@@ -146,6 +146,12 @@ class _Side:
         self.plain_offset = 0
         self.failed = 0
         self.stopped = False
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
 
 class TlsSession:

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import replace
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.net import Direction
 from pipeline.session import SessionModel
 from pipeline.tls.keylog import Secrets, task_secrets
@@ -49,6 +50,12 @@ class RecordOffsets:
     def __init__(self) -> None:
         self.plain: list[int] = []
         self.tcp: list[int] = []
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
     def add(self, plain_offset: int, tcp_offset: int) -> None:
         self.plain.append(plain_offset)
@@ -101,10 +108,12 @@ class TlsTransport:
         # the only way these change.
         self.runs = False
 
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         self.runs = False  # carried by a release without it
-        for name, value in state[1].items():
-            setattr(self, name, value)
+        set_slot_values(self, state)
 
     @property
     def websocket(self) -> bool:
