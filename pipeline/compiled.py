@@ -59,6 +59,7 @@ SOURCE_MODULES = (
     "pipeline.stomp.events",
     "pipeline.stomp.fast_path",
     "pipeline.stomp.headers",
+    "pipeline.tls.offsets",
     "pipeline.tls.records",
     "pipeline.tls.session",
     "pipeline.tls.transport",

@@ -10,6 +10,7 @@ from pipeline.session.protocol cimport ProtocolState as CProtocolState
 from pipeline.session.streams cimport Chunk as CChunk, DirectionStream as CStream
 from pipeline.stomp.decoder cimport Decoder as CDecoder
 from pipeline.stomp.events cimport Frame as CFrame
+from pipeline.tls.offsets cimport RecordOffsets as CRecordOffsets
 
 
 cdef class SessionModel:
@@ -31,5 +32,5 @@ cdef class SessionModel:
     @cython.locals(chunk=CChunk, previous=CChunk)
     cpdef _on_heartbeat(self, CStream stream, beat)
 
-    @cython.locals(first=CChunk, last=CChunk)
+    @cython.locals(first=CChunk, last=CChunk, offsets=CRecordOffsets)
     cpdef _on_frame(self, CStream stream, CFrame frame)

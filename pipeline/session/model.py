@@ -74,7 +74,7 @@ from pipeline.stomp import Violation as StompViolation
 if TYPE_CHECKING:
     from pipeline.stomp.decoder import _NeedData
     from pipeline.tls.session import TlsFacts
-    from pipeline.tls.transport import RecordOffsets
+    from pipeline.tls.offsets import RecordOffsets
     from pipeline.websocket.events import Control, HandshakeSeen, Violation
 
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})
@@ -495,7 +495,8 @@ class SessionModel:
         if self._websocket is not None:
             tcp_offset = first.tcp_offset_of(frame.start)
         elif self._tcp_offsets is not None:
-            tcp_offset = self._tcp_offsets[direction].tcp_of(frame.start)
+            offsets = self._tcp_offsets[direction]
+            tcp_offset = offsets.tcp_of(frame.start)
         else:
             tcp_offset = None
         out.frames.add(

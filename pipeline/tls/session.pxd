@@ -12,6 +12,7 @@ cdef class _Side:
     cdef public object framer, cipher, pending, secret, plain_offset
     cdef public bint handshake_done, stopped
     cdef public Py_ssize_t failed
+    cdef public long long bulk_bytes, bulk_last_ns
 
 
 cdef class TlsSession:

@@ -110,16 +110,6 @@ class TlsFacts:
     first_ns: int | None = None
     last_ns: int | None = None
 
-    def saw_run(self, direction: str, timestamps: list[int], size: int) -> None:
-        """`saw` of packets of ``size`` bytes in all, in capture order."""
-        self.wire_bytes[direction] += size
-        if timestamps:
-            first, last = timestamps[0], timestamps[-1]
-            if self.first_ns is None or first < self.first_ns:
-                self.first_ns = first
-            if self.last_ns is None or last > self.last_ns:
-                self.last_ns = last
-
     def saw(self, direction: str, ts_ns: int, size: int) -> None:
         self.wire_bytes[direction] += size
         if self.first_ns is None or ts_ns < self.first_ns:
@@ -133,7 +123,7 @@ class _Side:
 
     __slots__ = (
         "reader", "framer", "cipher", "pending", "secret", "handshake_done", "plain_offset",
-        "failed", "stopped",
+        "failed", "stopped", "bulk_bytes", "bulk_last_ns",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -146,11 +136,16 @@ class _Side:
         self.plain_offset = 0
         self.failed = 0
         self.stopped = False
+        # What the bulk path saw (`TlsSession.open_run`), added to the facts by `finish`: TCP
+        # payload bytes, and the latest capture time (the earliest is the handshake's)
+        self.bulk_bytes = 0
+        self.bulk_last_ns = 0
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        self.bulk_bytes = self.bulk_last_ns = 0  # carried by a release without them
         set_slot_values(self, state)
 
 
@@ -241,10 +236,13 @@ class TlsSession:
         )
         if taken == len(sizes):
             read = len(source)
-            self.facts.saw_run(direction, timestamps, len(data))
+            last_ns = timestamps[-1]
         else:  # up to the end of the packet holding the record that stopped the run
             read = len(held) + sum(sizes[: taken + 1])
-            self.facts.saw_run(direction, timestamps[: taken + 1], read - len(held))
+            last_ns = timestamps[taken]
+        side.bulk_bytes += read - len(held)
+        if last_ns > side.bulk_last_ns:  # packets come in capture order
+            side.bulk_last_ns = last_ns
         side.reader.hold(source[consumed:read] if consumed < read else b"", tcp_offset + consumed)
         side.plain_offset += len(plaintext)
         return start, plaintext, plain_sizes, taken
@@ -263,6 +261,10 @@ class TlsSession:
 
     def finish(self) -> TlsFacts:
         facts = self.facts
+        for direction, side in self._sides.items():
+            if side.bulk_bytes:
+                facts.saw(direction, side.bulk_last_ns, side.bulk_bytes)
+                side.bulk_bytes = 0
         if not facts.decrypted and facts.not_decrypted_reason is None:
             facts.not_decrypted_reason = HANDSHAKE_NOT_SEEN if self._suite is None else NO_KEYS
         if facts.decrypted:

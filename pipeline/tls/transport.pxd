@@ -1,16 +1,11 @@
-# Compiled from transport.py (pipeline.compiled.SOURCE_MODULES): the TLS transport and its record
-# offsets as extension types; the driver's in-order path calls `receive_run` (driver.pxd), the
-# model `RecordOffsets.tcp_of` for each frame of STOMP inside TLS.
+# Compiled from transport.py (pipeline.compiled.SOURCE_MODULES): the TLS transport as an
+# extension type; the driver's in-order path calls `receive_run` (driver.pxd).
 
 import cython
 
+from pipeline.session.model cimport SessionModel as CSessionModel
+from pipeline.tls.offsets cimport RecordOffsets as CRecordOffsets
 from pipeline.tls.session cimport TlsSession as CTlsSession
-
-
-cdef class RecordOffsets:
-    cdef public list plain, tcp
-
-    cpdef tcp_of(self, plain_offset)
 
 
 cdef class TlsTransport:
@@ -19,5 +14,5 @@ cdef class TlsTransport:
     cdef public dict _maps
     cdef public bint runs
 
-    @cython.locals(offsets=RecordOffsets)
-    cpdef receive_run(self, model, direction, tcp_offset, bytes data, list sizes, list timestamps, list sources)
+    @cython.locals(offsets=CRecordOffsets)
+    cpdef receive_run(self, CSessionModel model, direction, tcp_offset, bytes data, list sizes, list timestamps, list sources)

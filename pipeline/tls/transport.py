@@ -10,7 +10,6 @@ what was negotiated and whether the connection could be decrypted.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,16 +17,13 @@ from pipeline.compiled import set_slot_values, slot_values
 from pipeline.net import Direction
 from pipeline.session import SessionModel
 from pipeline.tls.keylog import Secrets, task_secrets
+from pipeline.tls.offsets import MAX_RECORDS_MAPPED, RecordOffsets
 from pipeline.tls.records import HANDSHAKE
 from pipeline.tls.session import Plaintext, TlsAnomaly, TlsFacts, TlsSession
 from pipeline.websocket import Transport, apply
 from pipeline.websocket.events import Control, Event, StompData, Violation
 from pipeline.websocket.transport import TCP
 
-# Records whose plaintext offsets are remembered per direction (at least), to give inner events
-# their TCP offsets: a WebSocket frame longer than this many records may get the offset of the
-# earliest kept.
-MAX_RECORDS_MAPPED = 1 << 14
 
 
 def starts_tls(data: bytes) -> bool:
@@ -38,52 +34,6 @@ def starts_tls(data: bytes) -> bool:
 def looks_like_tls(data: bytes) -> bool:
     """Whether bytes seen first in a capture that starts mid-connection begin a TLS record."""
     return len(data) >= 5 and 20 <= data[0] <= 24 and data[1] == 3 and data[2] <= 4
-
-
-class RecordOffsets:
-    """Plaintext offsets of one direction's records, and the TCP offsets of the records: at
-    least the latest `MAX_RECORDS_MAPPED`, in lists (a deque's indexing, which `bisect` does, is
-    linear in the middle)."""
-
-    __slots__ = ("plain", "tcp")
-
-    def __init__(self) -> None:
-        self.plain: list[int] = []
-        self.tcp: list[int] = []
-
-    def __getstate__(self) -> tuple[None, dict[str, object]]:
-        return slot_values(self)
-
-    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
-        set_slot_values(self, state)
-
-    def add(self, plain_offset: int, tcp_offset: int) -> None:
-        self.plain.append(plain_offset)
-        self.tcp.append(tcp_offset)
-        self.trim()
-
-    def trim(self) -> None:
-        """Drop the oldest records when more than twice `MAX_RECORDS_MAPPED` are held."""
-        if len(self.plain) > 2 * MAX_RECORDS_MAPPED:
-            drop = len(self.plain) - MAX_RECORDS_MAPPED
-            del self.plain[:drop]
-            del self.tcp[:drop]
-
-    def tcp_of(self, plain_offset: int) -> int:
-        index = bisect_right(self.plain, plain_offset) - 1
-        return self.tcp[max(index, 0)] if self.tcp else 0
-
-    def records(self, plain_offset: int, size: int) -> tuple[tuple[int, int], ...]:
-        """(plaintext offset, TCP offset) of the records that carried these bytes, the first
-        from ``plain_offset``."""
-        plain, tcp = self.plain, self.tcp
-        first = max(bisect_right(plain, plain_offset) - 1, 0)
-        last = bisect_right(plain, plain_offset + size - 1, first)
-        if last <= first + 1:  # one record, as when each TCP chunk completes one
-            return ((plain_offset, tcp[first] if tcp else 0),)
-        carried = [(plain_offset, tcp[first])]
-        carried += [(plain[i], tcp[i]) for i in range(first + 1, last)]
-        return tuple(carried)
 
 
 class TlsTransport:
