@@ -10,8 +10,9 @@ The TLS bytes are real: OpenSSL on both sides (`tests/support/tls_pair.py`, in m
   a capture file, read into flow pieces, fed through a `FlowRunner` (reassembly, TLS, STOMP
   decoding, the session model, table rows), as `benchmarks/bench_flow_loop.py` does: the cost
   per byte of traffic a run pays;
-- the session model alone, fed the STOMP bytes directly or through the TLS transport: the TLS
-  layer's share where nothing else is counted.
+- the session model alone, fed the STOMP bytes directly or through the TLS transport (past the
+  handshake, a packet's records opened in bulk, `TlsTransport.receive_run`, as in the flow
+  pass): the TLS layer's share where nothing else is counted.
 
 The paths take turns within each round; each TLS round is divided by the TCP time of the same
 round. Writes benchmarks/results/tls.md and .json (or to --out).
@@ -84,7 +85,7 @@ def _model() -> SessionModel:
 def tcp_path(script: Script) -> int:
     model, frames = _model(), 0
     for n, (direction, offset, data) in enumerate(script):
-        model.on_data(direction, n, offset, data)
+        model.on_data_run(direction, offset, data, [len(data)], [n], [("", n)])
         if n % 64 == 0:
             frames += len(model.drain()["frames"])
     model.finish(len(script))
@@ -93,8 +94,12 @@ def tcp_path(script: Script) -> int:
 
 def tls_path(script: Script, keys: KeyLog) -> int:
     model, transport, frames = _model(), TlsTransport(keys.get), 0
+    model.map_tcp_offsets(transport.tcp_offsets)
     for n, (direction, offset, data) in enumerate(script):
-        apply(model, transport.receive(direction, n, offset, data))
+        if transport.runs:  # past the handshake: records opened in bulk, as a run's are
+            transport.receive_run(model, direction, offset, data, [len(data)], [n], [("", n)])
+        else:
+            apply(model, transport.receive(direction, n, offset, data), ("", n))
         if n % 64 == 0:
             frames += len(model.drain()["frames"])
     model.finish(len(script))
