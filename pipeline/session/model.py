@@ -73,8 +73,8 @@ from pipeline.stomp import Violation as StompViolation
 
 if TYPE_CHECKING:
     from pipeline.stomp.decoder import _NeedData
-    from pipeline.tls.session import TlsFacts
     from pipeline.tls.offsets import RecordOffsets
+    from pipeline.tls.session import TlsFacts
     from pipeline.websocket.events import Control, HandshakeSeen, Violation
 
 CONNECT_COMMANDS: frozenset[str] = frozenset({"CONNECT", "STOMP"})

@@ -25,7 +25,6 @@ from pipeline.websocket.events import Control, Event, StompData, Violation
 from pipeline.websocket.transport import TCP
 
 
-
 def starts_tls(data: bytes) -> bool:
     """Whether a client's first bytes are a TLS handshake record (SSL 3.0 to TLS 1.3)."""
     return len(data) >= 3 and data[0] == HANDSHAKE and data[1] == 3 and data[2] <= 4
