@@ -2,9 +2,9 @@
 
 `setup.py` builds it during `pip install` (a wheel has it), in two kinds:
 
-* `KERNELS`: hand-written Cython or C, only where pointers, file reads or Arrow's buffers need
-  it, each with a pure-Python reference that gives identical results (a module beside it, or
-  for the Arrow columns `pyarrow.array`). Code reaches one only through `kernel`, which returns
+* `KERNELS`: hand-written Cython or C, only where pointers, file reads, Arrow's buffers or
+  OpenSSL need it, each with a pure-Python reference that gives identical results (a module
+  beside it, or for the Arrow columns `pyarrow.array`). Code reaches one only through `kernel`, which returns
   None without a build or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment; the reference
   then runs.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
