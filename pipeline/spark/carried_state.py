@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 from pipeline.driver import DriverState
 
-STATE_VERSION = 7  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
+STATE_VERSION = 8  # 1: pipeline.flows.FlowState, before the connection driver; 2: eager stamps;
 # 3: messages and acks rows as dicts; 5: the WebSocket transport's bound on held bytes and the
 # de-framer's count of messages skipped after an inflate failure; 6: the model's TLS facts;
-# 7: streams, chunks and message rows of one class each, compiled from their source
+# 7: streams, chunks and message rows of one class each, compiled from their source; 8: a TLS
+# connection's record offsets (pipeline.tls.offsets), shared with its model
 
 
 @dataclass(slots=True)
