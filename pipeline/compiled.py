@@ -4,9 +4,9 @@
 
 * `KERNELS`: hand-written Cython or C, only where pointers, file reads, Arrow's buffers or
   OpenSSL need it, each with a pure-Python reference that gives identical results (a module
-  beside it, or for the Arrow columns `pyarrow.array`). Code reaches one only through `kernel`, which returns
-  None without a build or with ``STOMP_LAKE_PURE_PYTHON=1`` in the environment; the reference
-  then runs.
+  beside it, or for the Arrow columns `pyarrow.array`). Code reaches one only through
+  `kernel`, which returns None without a build or with ``STOMP_LAKE_PURE_PYTHON=1`` in the
+  environment; the reference then runs.
 * `SOURCE_MODULES`: plain Python modules of the per-packet and per-frame path (the session
   model, the connection tracker and reassembler, the STOMP decoder) that Cython compiles from
   their own source into an extension module of the same name, which Python's import prefers to

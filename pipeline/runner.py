@@ -29,7 +29,7 @@ from pipeline.lake.front import LakeFront
 from pipeline.net import DEFAULT_BROKER_PORTS
 from pipeline.process import fewer_collections
 from pipeline.session import ModelOptions
-from pipeline.spark.session import IMPORTED_BY_START, SparkSettings
+from pipeline.spark.session import IMPORTED_BY_START, SparkSettings, return_idle_heap
 from pipeline.startup.preload import preloading
 from pipeline.validation import VALIDATION_ENGINES
 from pipeline.validation.quarantine import BatchQuarantined, is_quarantined
@@ -266,6 +266,8 @@ def _run_batch(
         spark_validates = config.validate and not validates_on_duckdb(config)
         staged = front.stage(spark, batch, folders, written, read_now=spark_validates)
     packets.unpersist()  # read for the last time above; flow_rows stays for the carried state
+    if validates_on_duckdb(config):
+        return_idle_heap(spark)
     timings["compute"] = _lap(mark)
     failpoint("run.staged")
     # The state rows of the connections left open, for the next batch; None when none is open

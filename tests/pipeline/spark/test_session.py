@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.spark.session import LOCAL_JVM_OPTIONS, base_conf, merge_conf
+from pipeline.spark.session import LOCAL_JVM_OPTIONS, base_conf, merge_conf, return_idle_heap
 
 JAVA = "spark.driver.extraJavaOptions"
 
@@ -35,3 +35,18 @@ def test_the_running_jvm_got_the_options(spark) -> None:
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     arguments = list(runtime.getInputArguments())
     assert set(LOCAL_JVM_OPTIONS.split()) <= set(arguments)
+
+
+@pytest.mark.spark
+def test_a_local_jvm_gives_back_the_heap_it_no_longer_uses(spark) -> None:
+    """After a job that grew the heap, a full collection (`return_idle_heap`) shrinks it to what
+    stays live, in one step (-XX:-ShrinkHeapInSteps), from an initial heap of 64 MB."""
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
+    rows = spark.range(3_000_000).selectExpr("id % 1000 AS key", "repeat('x', 200) AS text")
+    rows.groupBy("key").agg({"text": "max"}).collect()
+    grown = runtime.totalMemory()
+    return_idle_heap(spark)
+    shrunk = runtime.totalMemory()
+    live = shrunk - runtime.freeMemory()
+    assert shrunk <= grown and live <= shrunk
+    assert shrunk < 4 * live + (64 << 20), (grown, shrunk, live)
