@@ -225,5 +225,5 @@ def return_idle_heap(spark: SparkSession) -> None:
     pass): the serial collector then gives back to the system the heap it grew and no longer
     uses, while validation (DuckDB, in this process) and the commit (delta-rs) take theirs. Only
     with a local master: a cluster's JVMs are its own."""
-    if spark.sparkContext.master.startswith("local"):
+    if (spark.sparkContext.master or "").startswith("local"):
         spark.sparkContext._jvm.java.lang.System.gc()  # type: ignore[union-attr]
