@@ -61,12 +61,14 @@ def quiet_when_hung_up(worker: Worker) -> Worker:
     """PySpark's forked worker, ending with code 1 and no traceback when the JVM hangs up on it
     (its job failed or was cancelled: a full disk under `stomp-lake run`): the JVM reports that
     failure itself, and the daemon's traceback of the reset socket only buried the run's one
-    line. Errors of a task are not raised here: the worker sends them to the JVM."""
+    line. The JVM may hang up before it has said anything, as a job fails while it asks for a
+    worker: the worker's first read, of the JVM's secret, then ends the stream (EOFError).
+    Errors of a task are not raised here: the worker sends them to the JVM."""
 
     def run(sock: socket.socket, authenticated: bool) -> int:
         try:
             return worker(sock, authenticated)
-        except (ConnectionResetError, BrokenPipeError):
+        except (ConnectionResetError, BrokenPipeError, EOFError):
             return 1
 
     return run

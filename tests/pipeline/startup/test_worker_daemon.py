@@ -60,12 +60,20 @@ def test_a_worker_the_jvm_hangs_up_on_ends_quietly() -> None:
     def hung_up(_sock: socket.socket, _authenticated: bool) -> int:
         raise ConnectionResetError(104, "Connection reset by peer")
 
+    def hung_up_before_the_secret(sock: socket.socket, _authenticated: bool) -> int:
+        from pyspark.serializers import UTF8Deserializer
+
+        with sock.makefile("rb") as infile:  # as PySpark's worker reads the JVM's secret
+            return len(UTF8Deserializer().loads(infile))
+
     def failing(_sock: socket.socket, _authenticated: bool) -> int:
         raise ValueError("not a hang-up")
 
     ours, _theirs = socket.socketpair()
     with ours, _theirs:
         assert quiet_when_hung_up(hung_up)(ours, False) == 1
+        _theirs.shutdown(socket.SHUT_WR)  # the JVM's end, gone before it wrote a byte
+        assert quiet_when_hung_up(hung_up_before_the_secret)(ours, False) == 1
         assert quiet_when_hung_up(lambda _sock, _auth: 0)(ours, True) == 0
         with pytest.raises(ValueError):
             quiet_when_hung_up(failing)(ours, False)
