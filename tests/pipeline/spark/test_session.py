@@ -39,8 +39,8 @@ def test_the_running_jvm_got_the_options(spark) -> None:
 
 @pytest.mark.spark
 def test_a_local_jvm_gives_back_the_heap_it_no_longer_uses(spark) -> None:
-    """After a job that grew the heap, a full collection (`return_idle_heap`) shrinks it to what
-    stays live, in one step (-XX:-ShrinkHeapInSteps), from an initial heap of 64 MB."""
+    """After a job that grew the heap, `return_idle_heap` shrinks it to about what stays live,
+    in one step (-XX:-ShrinkHeapInSteps), from an initial heap of 64 MB."""
     runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()
     rows = spark.range(3_000_000).selectExpr("id % 1000 AS key", "repeat('x', 200) AS text")
     rows.groupBy("key").agg({"text": "max"}).collect()
