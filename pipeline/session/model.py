@@ -165,8 +165,6 @@ class SessionModel:
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
-        if "_tcp_offsets" not in state[1]:  # carried by a release without it
-            self._tcp_offsets = None
 
     # ---- input -----------------------------------------------------------------------------
 

@@ -145,7 +145,6 @@ class _Side:
         return slot_values(self)
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
-        self.bulk_bytes = self.bulk_last_ns = 0  # carried by a release without them
         set_slot_values(self, state)
 
 

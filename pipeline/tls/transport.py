@@ -61,7 +61,6 @@ class TlsTransport:
         return slot_values(self)
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
-        self.runs = False  # carried by a release without it
         set_slot_values(self, state)
 
     @property
