@@ -22,7 +22,9 @@ LABELS = {
     "SERVER_TRAFFIC_SECRET_0": "server_traffic",
 }
 RANDOM_LENGTH = 32
-MAX_SECRET_LENGTH = 64
+# TLS 1.2's master secret is 48 bytes; a TLS 1.3 traffic secret is as long as the suite's hash
+# (SHA-256 or SHA-384). A line with any other length was damaged or is not a key log's.
+SECRET_LENGTHS = {name: (48,) if name == "master_secret" else (32, 48) for name in LABELS.values()}
 
 
 @dataclass(slots=True)
@@ -74,7 +76,7 @@ class KeyLog:
             except ValueError:
                 self.unreadable_lines += 1
                 continue
-            if len(client_random) != RANDOM_LENGTH or not 0 < len(secret) <= MAX_SECRET_LENGTH:
+            if len(client_random) != RANDOM_LENGTH or len(secret) not in SECRET_LENGTHS[name]:
                 self.unreadable_lines += 1
                 continue
             setattr(self.secrets.setdefault(client_random, Secrets()), name, secret)
