@@ -43,12 +43,14 @@ else
 fi
 
 module="fuzz.fuzz_$target"
+began=$SECONDS
 set +e
 "$PYTHON" -m "$module" --engine atheris --seconds "$seconds" --rss-limit-mb 3072 \
     --corpus "$work/new" --also "$kept" 2>&1 | tee "$log" | grep -E --line-buffered \
     "compiled modules|DONE|ERROR|Sanitizer|runtime error|Traceback|Error|stat::|crash-|slow-unit|timeout" >&2
 status=${PIPESTATUS[0]}
 set -e
+ran=$((SECONDS - began))  # the seconds it ran: a failure or a stop ends it early
 new=$(find "$work/new" -type f | wc -l)
 crashes=$(grep -c -E "^==[0-9]+==ERROR|runtime error:|Uncaught Python exception" "$log" || true)
 
@@ -66,7 +68,7 @@ if [[ "${KEEP:-1}" != 0 ]]; then
     tsv="$ROOT/fuzz/sessions.tsv"
     [[ -f "$tsv" ]] || printf 'date\ttarget\tbuild\tseconds\texecutions\tcov\tft\tpeak_rss_mb\tnew_units\tkept_files\tkept_kb\tfailures\n' > "$tsv"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$build" \
-        "$seconds" "$(stat number_of_executed_units)" "${cov:-}" "${ft:-}" "$(stat peak_rss_mb)" \
+        "$ran" "$(stat number_of_executed_units)" "${cov:-}" "${ft:-}" "$(stat peak_rss_mb)" \
         "$new" "$(find "$kept" -type f | wc -l)" "$(du -sk "$kept" | cut -f1)" "$crashes" >> "$tsv"
     tail -1 "$tsv"
 fi
