@@ -248,7 +248,7 @@ class Deframer:
             if compressed:
                 if inflater is None:
                     payload = self._inflate(payload, start, True)
-                elif self._inflate_broken:
+                elif not self._may_inflate():
                     payload = b""
                     self._skip_message(start)
                 else:  # _inflate's first branch, inline
@@ -357,7 +357,7 @@ class Deframer:
         self._open_message(opcode, compressed=rsv1 and self.inflater is not None, start=start)
 
     def _open_message(self, opcode: int, *, compressed: bool, start: int = 0) -> None:
-        if compressed and self._inflate_broken:
+        if compressed and not self._may_inflate():
             self._skip_message(start)
         self._message = opcode
         self._compressed = compressed
@@ -412,6 +412,17 @@ class Deframer:
             inflater.reset()  # the next message starts a fresh stream: only this one is lost
             self._inflate_broken = False
         return out
+
+    def _may_inflate(self) -> bool:
+        """Whether a compressed message that starts now can be inflated: yes unless one failed
+        before it with context takeover (the window it needs is lost). Without context takeover
+        every message starts a fresh stream, however the failed one ended (its final frame, a
+        new message inside it, or both in the fast path or the general one)."""
+        inflater = self.inflater
+        if self._inflate_broken and inflater is not None and inflater.no_context_takeover:
+            inflater.reset()
+            self._inflate_broken = False
+        return not self._inflate_broken
 
     def _inflate_failed(self, error: InflateError, start: int) -> None:
         self._violation(v.INFLATE_FAILED, start, str(error))

@@ -204,6 +204,21 @@ def test_inflate_failure_is_reported_and_the_next_message_read_without_takeover(
     assert _kinds(events) == [v.INFLATE_FAILED, v.INFLATE_SKIPPED] and _stomp(events) == b""
 
 
+@pytest.mark.parametrize("step", [0, 1, 5])
+def test_without_takeover_a_failed_message_cut_by_a_new_one_loses_only_itself(step: int) -> None:
+    """A compressed message that fails to inflate and never gets its final frame (a new message
+    starts inside it) ends there: without context takeover the next message is a fresh stream,
+    inflated, in one piece or many (found by fuzz_websocket: the whole-message loop went on
+    skipping every later message, the general path did not)."""
+    _, client_ext, _ = deflate_extension(client_no_context_takeover=True)
+    client = Side(True, client_ext)
+    failed = client_raw(0x1, b"\xff\xff\xff\xff", rsv=0x40, fin=False)
+    wire = failed + client.text(STOMP) + client.text(DISCONNECT)
+    events = _run(wire, deflate=Deflate(client_no_context_takeover=True), step=step)
+    assert _kinds(events) == [v.INFLATE_FAILED, v.EXPECTED_CONTINUATION]
+    assert _stomp(events) == STOMP + DISCONNECT
+
+
 DISCONNECT = b"DISCONNECT\nreceipt:7\n\n\x00"
 
 
