@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.spark.session import LOCAL_JVM_OPTIONS, base_conf, merge_conf, return_idle_heap
+from pipeline.spark.session import (
+    LOCAL_JVM_OPTIONS,
+    LOCAL_MEMORY_FRACTION,
+    base_conf,
+    merge_conf,
+    return_idle_heap,
+)
 
 JAVA = "spark.driver.extraJavaOptions"
 
@@ -13,6 +19,16 @@ def test_a_local_jvm_gets_c1_and_the_serial_collector_a_cluster_driver_neither(t
     local = base_conf("local[*]", scratch=tmp_path)
     assert LOCAL_JVM_OPTIONS in local[JAVA] and "log4j2" in local[JAVA]
     assert LOCAL_JVM_OPTIONS not in base_conf("spark://host:7077", scratch=tmp_path)[JAVA]
+
+
+def test_a_local_run_bounds_sparks_memory_pool_a_cluster_keeps_its_own(tmp_path) -> None:
+    """One busy connection's pieces are sorted in one task: the pool, not the connection,
+    bounds what the sort holds (it spills past it)."""
+    fraction = "spark.memory.fraction"
+    assert base_conf("local[*]", scratch=tmp_path)[fraction] == LOCAL_MEMORY_FRACTION
+    assert fraction not in base_conf("spark://host:7077", scratch=tmp_path)
+    merged = merge_conf(base_conf("local[2]", scratch=tmp_path), {fraction: "0.3"})
+    assert merged[fraction] == "0.3"
 
 
 def test_the_users_java_options_come_last_so_theirs_win(tmp_path) -> None:
