@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import random
 import sys
+from collections.abc import Iterator
 
+import numpy as np
 from hypothesis import strategies as st
 
 from capture.masking import FILLER, PasscodeMasker
@@ -51,6 +53,15 @@ def chunk_sizes(stream: bytes, seed: int) -> list[int]:
     return sizes
 
 
+def differences(one: bytes, other: bytes) -> Iterator[tuple[int, int, int]]:
+    """(offset, byte of one, byte of other) where two streams of one length differ; compared
+    in numpy, as most inputs differ in a few bytes or none."""
+    assert len(one) == len(other), (len(one), len(other))
+    left, right = np.frombuffer(one, np.uint8), np.frombuffer(other, np.uint8)
+    for at in np.flatnonzero(left != right).tolist():
+        yield at, one[at], other[at]
+
+
 def check_unmasked_passcodes(masked: bytes) -> None:
     for version in ("1.0", "1.1", "1.2"):
         decoder = Decoder(version, lenient=True)
@@ -71,12 +82,12 @@ def check_unmasked_passcodes(masked: bytes) -> None:
 def check(data: bytes) -> None:
     seed, stream = (data[0] if data else 0), data[1:]
     whole = mask(stream, [len(stream)] if stream else [])
-    for at, (before, after) in enumerate(zip(stream, whole, strict=True)):
-        assert before == after or (after == FILLER and before != LF), (at, before, after)
+    for at, before, after in differences(stream, whole):
+        assert after == FILLER and before != LF, (at, before, after)
     chunked = mask(stream, chunk_sizes(stream, seed))
-    for at, (one, other) in enumerate(zip(whole, chunked, strict=True)):
+    for at, one, other in differences(whole, chunked):
         # a CR ending a chunk inside a passcode value is masked: it may belong to the value
-        assert one == other or (one == CR and other == FILLER), (at, one, other)
+        assert one == CR and other == FILLER, (at, one, other)
     check_unmasked_passcodes(whole)
     check_unmasked_passcodes(chunked)
 

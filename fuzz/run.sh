@@ -5,6 +5,8 @@
 # figures to fuzz/sessions.tsv. Usage: fuzz/run.sh TARGET SECONDS   (e.g. fuzz/run.sh decoder 600)
 # PLAIN=1 runs on the normal build (no sanitizer, no coverage of the compiled code).
 # KEEP=0 leaves the kept corpus and fuzz/sessions.tsv alone (a check, as in CI).
+# SESSION=NAME runs a second session of a target beside the first (one a core), in a work
+# folder of its own; the merges into the kept corpus take turns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -15,7 +17,7 @@ PYTHON="$ROOT/.venv/bin/python"
 [[ -f "fuzz/fuzz_$target.py" ]] || { echo "fuzz/run.sh: no target fuzz/fuzz_$target.py" >&2; exit 2; }
 
 kept="$ROOT/fuzz/corpus/$target"
-work="$ROOT/work/fuzz/$target"
+work="$ROOT/work/fuzz/$target${SESSION:+-$SESSION}"
 rm -rf "$work/new" "$work/merged"
 mkdir -p "$kept" "$work/new" "$work/merged"
 log="$work/session-$(date -u +%Y%m%dT%H%M%SZ).log"
@@ -55,6 +57,8 @@ new=$(find "$work/new" -type f | wc -l)
 crashes=$(grep -c -E "^==[0-9]+==ERROR|runtime error:|Uncaught Python exception" "$log" || true)
 
 if [[ "${KEEP:-1}" != 0 ]]; then
+    exec 9> "$ROOT/work/fuzz/$target.lock"
+    flock 9  # one merge of a target's corpus at a time
     "$PYTHON" -m "$module" --engine atheris --merge --rss-limit-mb 3072 --corpus "$work/merged" \
         --also "$kept" --also "$work/new" > "$log.merge" 2>&1 || {
         echo "fuzz/run.sh: merge failed (log: $log.merge); kept corpus unchanged" >&2
