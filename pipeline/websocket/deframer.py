@@ -257,9 +257,6 @@ class Deframer:
                     except InflateError as error:
                         payload = b""
                         self._inflate_failed(error, start)
-                        if inflater.no_context_takeover:
-                            inflater.reset()
-                            self._inflate_broken = False
             if first & 0x0F == TEXT and payload and not payload.isascii():
                 self._check_utf8(payload, start, final=False)
                 if self._utf8 is not None:
@@ -408,9 +405,6 @@ class Deframer:
                     out = inflater.feed(piece) if piece else b""
             except InflateError as error:
                 self._inflate_failed(error, start)
-        if ends_message and self._inflate_broken and inflater.no_context_takeover:
-            inflater.reset()  # the next message starts a fresh stream: only this one is lost
-            self._inflate_broken = False
         return out
 
     def _may_inflate(self) -> bool:
