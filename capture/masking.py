@@ -40,10 +40,12 @@ FILLER = ord("*")
 CONNECT_PREFIXES = (b"CONNECT", b"STOMP")
 MAX_NAME = 1024  # a longer header name is not looked at: its value is masked
 MAX_COMMAND = 64  # a longer command line is not CONNECT or STOMP to any broker
+MAX_LENGTH_DIGITS = 24  # a larger content-length is a body no capture ends
 _NAME_END = re.compile(rb"[:\n\0]")
 _ESCAPE = re.compile(rb"\\(.)", re.DOTALL)
 _ESCAPED = {b"c": b":", b"n": b"\n", b"r": b"\r", b"t": b"\t", b"\\": b"\\"}
 _WHITESPACE = re.compile(rb"\s+")
+_LENGTH_VALUE = re.compile(rb"(\s*)(\d*)(\s*)")
 _NOT_LETTER = re.compile(r"[^a-z]")
 _REQUEST_METHOD = b"GET "
 _MASK_ALL_BUT_NUL = bytes([0] + [FILLER] * 255)
@@ -115,6 +117,21 @@ class RequestTargetMasker:
         self._seen += pos
         self._state = "done" if self._seen >= MAX_REQUEST_LINE else state
         return buf
+
+
+def compact_length_value(text: bytes) -> bytes:
+    """A text of at most MAX_LENGTH_DIGITS + 2 bytes that reads as a ``content-length`` value
+    (stripped, all digits, and the count it gives) as ``text`` does, whatever follows either:
+    what the masker keeps of a long value, so that how the stream was cut into chunks never
+    changes where a body ends."""
+    match = _LENGTH_VALUE.fullmatch(text)
+    if match is None:
+        return b"x"
+    lead, digits, trail = match.groups()
+    digits = digits.lstrip(b"0") or digits[:1]
+    if len(digits) > MAX_LENGTH_DIGITS:
+        digits = b"9" * MAX_LENGTH_DIGITS
+    return lead[:1] + digits + trail[:1]
 
 
 def is_connect_command(line: bytes | bytearray) -> bool:
@@ -260,8 +277,7 @@ class PasscodeMasker:
                 cut = bytes(self._text) + data[pos:nul]
                 self._end_early(self._inherited or has_connect_command(cut))
                 return nul + 1
-            if len(self._text) < MAX_COMMAND:
-                self._text += data[pos : min(end, pos + MAX_COMMAND)]
+            self._add_to_command(data[pos:end])
             if eol < 0:
                 return size
             self._connect = self._inherited or is_connect_command(self._text)
@@ -277,8 +293,10 @@ class PasscodeMasker:
             if nul >= 0:
                 self._end_early(self._connect)
                 return nul + 1
-            if state is State.LENGTH_VALUE and len(self._text) < 32:
+            if state is State.LENGTH_VALUE:
                 self._text += data[pos:end]
+                if len(self._text) > 2 * MAX_LENGTH_DIGITS:
+                    self._text[:] = compact_length_value(bytes(self._text))
             if eol < 0:
                 return size
             if state is State.LENGTH_VALUE:
@@ -304,6 +322,14 @@ class PasscodeMasker:
             return size
         self._state = State.BETWEEN
         return nul + 1
+
+    def _add_to_command(self, piece: bytes) -> None:
+        """Keep the command line's first MAX_COMMAND bytes after any leading whitespace (which
+        brokers trim, however long), wherever the chunks cut it."""
+        text = self._text
+        if not text:
+            piece = piece.lstrip()
+        text += piece[: MAX_COMMAND - len(text)]
 
     def _name(self, data: bytes, pos: int, size: int) -> int:
         match = _NAME_END.search(data, pos)

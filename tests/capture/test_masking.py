@@ -5,7 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from capture.masking import (
+    MAX_COMMAND,
+    MAX_LENGTH_DIGITS,
     PasscodeMasker,
+    compact_length_value,
     has_connect_command,
     is_connect_command,
     is_credential_parameter,
@@ -33,6 +36,14 @@ def _masked(stream: bytes, chunk: int | None = None) -> bytes:
     out = _run(PasscodeMasker(), chunks)
     assert [len(data) for _, data in out] == [len(c) for c in chunks]
     return b"".join(data for _, data in out)
+
+
+def _masked_as(masked: bytes, expected: bytes) -> bool:
+    """Equal, but where a CR that ended a chunk right after a passcode value was masked too (it
+    might be part of the value)."""
+    return len(masked) == len(expected) and all(
+        a == b or (b, a) == (0x0D, 0x2A) for a, b in zip(masked, expected, strict=True)
+    )
 
 
 def test_the_connect_frame_is_masked_and_the_rest_passes() -> None:
@@ -103,6 +114,39 @@ def test_a_wrong_content_length_falls_back_to_the_nul() -> None:
     assert _masked(stream) == stream.replace(b"s3cr\\ct", b"*******")
 
 
+@pytest.mark.parametrize("chunk", [None, 1, 5, 16, 40])
+def test_a_long_content_length_frames_the_stream_however_it_is_cut(chunk: int | None) -> None:
+    # not a byte count (digits then letters): the body ends at the NUL, and the CONNECT that
+    # follows is masked, whether or not a chunk ended after the first 32 digits
+    bad = b"SEND\ncontent-length:" + b"0" * 20 + b"15592874560432053360CONNEC884p:17\n\n{}\0"
+    # a byte count with many leading zeros, as the lake's decoder reads it
+    zeros = b"SEND\ncontent-length: " + b"0" * 60 + b"3 \r\n\nab\0\0"
+    for stream in (bad + CONNECT, zeros + CONNECT):
+        assert _masked_as(_masked(stream, chunk), stream.replace(b"s3cr\\ct", b"*******"))
+
+
+def test_a_long_content_length_value_keeps_how_it_reads() -> None:
+    for text, reads in [
+        (b" " + b"0" * 60 + b"12 ", b" 12 "),
+        (b"0" * 60, b"0"),
+        (b"7" * 40, b"9" * MAX_LENGTH_DIGITS),
+        (b"12 3", b"x"),
+        (b"1" * 40 + b"a", b"x"),
+        (b"\t\t", b"\t"),
+    ]:
+        assert compact_length_value(text) == reads
+        for after in (b"", b"5", b" ", b"x"):
+            whole = (text + after).strip()
+            kept = (reads + after).strip()
+            assert whole.isdigit() == kept.isdigit(), (text, after)
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 30, MAX_COMMAND])
+def test_a_command_after_any_run_of_whitespace_counts_as_connect(chunk: int | None) -> None:
+    stream = b" \t" * MAX_COMMAND + CONNECT.lstrip()
+    assert _masked_as(_masked(stream, chunk), stream.replace(b"s3cr\\ct", b"*******"))
+
+
 def test_an_unfinished_connect_is_masked_as_it_comes() -> None:
     cut = CONNECT[:71]
     assert cut.endswith(b"passcode:s3")
@@ -161,11 +205,7 @@ def test_any_split_gives_the_same_bytes_with_times_kept(cuts: list[int]) -> None
     assert [len(data) for _, data in out] == [len(c) for c in chunks]
     assert [ts for ts, _ in out] == list(range(len(chunks)))
     joined = b"".join(data for _, data in out)
-    # a CR that ends a chunk right after a passcode value is masked too (it might be part of
-    # the value)
-    expected = stream.replace(b"s3cr\\ct", b"*******")
-    assert len(joined) == len(expected)
-    assert all(a == b or (b, a) == (0x0D, 0x2A) for a, b in zip(joined, expected, strict=True))
+    assert _masked_as(joined, stream.replace(b"s3cr\\ct", b"*******"))
 
 
 UPGRADE = (
