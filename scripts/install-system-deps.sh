@@ -22,9 +22,10 @@ JAVA_PACKAGE=openjdk-17-jre-headless
 # (pipeline/tls/_bulk.pyx): `make` builds the venv with it, the faster
 # interpreter (scripts/pick-python.sh); without them it takes the first python3 on the PATH.
 PYTHON_PACKAGES=(python3-venv python3-dev libssl-dev)
-# clang for the sanitizer build of the compiled modules (`make fuzz-build`, fuzz/build.sh);
-# only with the `fuzz` argument. libFuzzer and the sanitizer runtimes come with atheris.
-FUZZ_PACKAGES=(clang-19)
+# clang for the sanitizer build of the compiled modules (`make fuzz-build`, fuzz/build.sh),
+# with its compiler runtime (the static parts of ASan and UBSan that every sanitized module
+# links); only with the `fuzz` argument. The runtime loaded with libFuzzer comes with atheris.
+FUZZ_PACKAGES=(clang-19 libclang-rt-19-dev)
 # ---------------------------------------------------------------------------------------
 
 # Answer to wireshark-common's "should non-superusers be able to capture packets?".
