@@ -22,7 +22,8 @@ follows is framed as a new frame. Brokers that read the NUL as an ordinary byte 
 frame go on, so the frame after such a NUL counts as CONNECT when the one it cut was.
 
 A stream that opens with ``GET `` (a WebSocket upgrade) has the request target's credential
-parameters masked as well (`RequestTargetMasker`): the value of every query or fragment
+parameters masked as well (`RequestTargetMasker`, over the request line's first 64 KiB, as far
+as the lake reads an upgrade and farther than servers take): the value of every query or fragment
 parameter whose name spells a credential, by the rule the lake masks them with
 (`pipeline.session.privacy.SECRET_PARAMETERS`). The WebSocket frames that follow are not
 looked into.
@@ -84,8 +85,8 @@ class RequestTargetMasker:
     def feed(self, data: bytes, buf: bytearray | None) -> bytearray | None:
         """Mask ``data``'s share of the request line into ``buf`` (made when first needed)."""
         state, name = self._state, self._name
-        pos = 0
-        while pos < len(data) and state != "done":
+        pos, end = 0, min(len(data), MAX_REQUEST_LINE - self._seen)  # wherever chunks cut it
+        while pos < end and state != "done":
             byte = data[pos]
             if state == "method":
                 name.append(byte)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from capture.masking import (
     MAX_COMMAND,
     MAX_LENGTH_DIGITS,
+    MAX_REQUEST_LINE,
     PasscodeMasker,
     compact_length_value,
     has_connect_command,
@@ -227,6 +228,16 @@ def test_a_websocket_upgrade_has_its_credential_parameters_masked(chunk: int | N
     masker = PasscodeMasker()
     _run(masker, [UPGRADE])
     assert masker.masked == 5
+
+
+def test_a_request_line_is_looked_into_up_to_its_bound_however_it_is_cut() -> None:
+    head = b"GET /ws?token=first&pad="
+    pad = b"p" * (MAX_REQUEST_LINE - len(head) - 6)
+    stream = head + pad + b"&token=second-one HTTP/1.1\r\n\r\n"
+    masked = _masked(stream)
+    assert masked.startswith(b"GET /ws?token=*****&pad=") and b"second" in masked
+    for chunk in (1000, 4096, 1 << 16):
+        assert _masked(stream, chunk) == masked
 
 
 def test_only_a_stream_that_opens_with_get_has_a_request_target() -> None:
