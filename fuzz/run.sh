@@ -69,14 +69,21 @@ if [[ "${KEEP:-1}" != 0 ]]; then
     last=$(grep -E "^#[0-9]+" "$log" | tail -1)
     cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
     ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+    # a session stopped early (Ctrl-C) prints no final stats: its last status line tells
+    executions=$(stat number_of_executed_units)
+    executions=${executions:-$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$last")}
+    peak=$(stat peak_rss_mb)
+    peak=${peak:-$(sed -n 's/.* rss: \([0-9]*\)Mb.*/\1/p' <<<"$last")}
     tsv="$ROOT/fuzz/sessions.tsv"
     [[ -f "$tsv" ]] || printf 'date\ttarget\tbuild\tseconds\texecutions\tcov\tft\tpeak_rss_mb\tnew_units\tkept_files\tkept_kb\tfailures\n' > "$tsv"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$build" \
-        "$ran" "$(stat number_of_executed_units)" "${cov:-}" "${ft:-}" "$(stat peak_rss_mb)" \
+        "$ran" "$executions" "${cov:-}" "${ft:-}" "$peak" \
         "$new" "$(find "$kept" -type f | wc -l)" "$(du -sk "$kept" | cut -f1)" "$crashes" >> "$tsv"
     tail -1 "$tsv"
 fi
-if ((status != 0)); then
+if ((status == 72 || status == 130)); then  # libFuzzer or Python interrupted
+    echo "fuzz/run.sh: $target stopped (interrupted); log: $log" >&2
+elif ((status != 0)); then
     echo "fuzz/run.sh: $target failed (exit $status); log: $log" >&2
     grep -E "Test unit written to|saved to" "$log" >&2 || true
 fi
