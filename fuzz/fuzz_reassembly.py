@@ -109,14 +109,15 @@ def check_tracker(items: list[TcpPacket], blob: bytes) -> None:
             assert len(stream._holes) <= len(items)  # noqa: SLF001
     events += tracker.flush()
     opened = closed = 0
+    ids: set[str] = set()
     for event in events:
         if type(event) is Opened:
             opened += 1
+            ids.add(event.connection.connection_id)
         elif type(event) is Closed:
             closed += 1
         else:
-            # A connection's segments come before its Closed (its id may repeat in a later one
-            # opened at the same capture time).
+            # A connection's segments come before its Closed.
             assert type(event) is Segment, event
             key = (closed, event.from_client)
             inner = event.event
@@ -131,6 +132,7 @@ def check_tracker(items: list[TcpPacket], blob: bytes) -> None:
                 assert type(inner) is Gap and inner.size > 0, inner
                 reached[key] = inner.offset + inner.size
     assert opened == closed
+    assert len(ids) == opened, "two connections of the 4-tuple share an id"
 
 
 def run_flows(

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from dataclasses import replace
 
 from pipeline.ingest.records import ACK, FIN, PSH, RST, SYN, TcpPacket
 from pipeline.reassembly.connections import (
@@ -197,6 +198,14 @@ def test_new_syn_after_fin_on_the_same_tuple_starts_a_new_connection() -> None:
     ids = [e.connection.connection_id for e in events if isinstance(e, Opened)]
     assert len(set(ids)) == 2
     assert len(streams(events)) == 4
+
+
+def test_connections_opened_at_one_capture_time_with_one_isn_have_their_own_ids() -> None:
+    # a capture proxy that gives every connection the same ISNs; both within one clock tick
+    one = [(replace(p, ts_ns=100), payload) for p, payload in session(100, 1000, 9000)]
+    events = run(ConnectionTracker(), one + one)
+    ids = [e.connection.connection_id for e in events if isinstance(e, Opened)]
+    assert len(ids) == 2 and len(set(ids)) == 2
 
 
 def test_new_syn_after_rst_starts_a_new_connection() -> None:
