@@ -8,6 +8,8 @@
   values come.
 * `pipeline.session._frame_rows` (Cython): the frames table's columns, a value of each per
   decoded frame, in Arrow's buffers.
+* `pipeline.session._key_index` (Cython): key hashes to slots in one C array, the index of the
+  unsettled MESSAGEs spilled to disk.
 * `pipeline.tls._bulk` (Cython, with OpenSSL's libcrypto): TLS application-data records opened
   in bulk.
 * `pipeline.compiled.SOURCE_MODULES` (Cython, from their own unchanged source): the session
@@ -76,6 +78,12 @@ elif HAVE_CYTHON:
             Extension(
                 "pipeline.session._arrow_columns",
                 ["pipeline/session/_arrow_columns.pyx"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            Extension(
+                "pipeline.session._key_index",
+                ["pipeline/session/_key_index.pyx"],
                 extra_compile_args=["-O2"],
                 optional=True,
             ),

@@ -1,18 +1,20 @@
 """Fuzz the flow pass without Spark, compiled against pure Python: segments in, table rows out.
 
-Input layout: byte 0 picks the split size and whether connections still open at the end are
-closed; the rest is 6-byte segment records on one 4-tuple, as `fuzz_reassembly` reads them
-(direction and flags, stream position, length, bytes cut by the snapshot length, time step;
-payloads cut from real STOMP streams). They are written as a pcap file (Ethernet, IPv4, TCP),
-which goes through the whole per-file and per-flow pass (`fuzz.offline`: the capture scanner,
-flow pieces, the packet loop, reassembly, the connection driver, the decoder, the session model
-and its Arrow columns) twice: with the package's compiled modules, and with their pure-Python
-twin (`fuzz.twins`).
+Input layout: byte 0 picks the split size, whether connections still open at the end are
+closed, and whether the compiled pass spills the rows of unsettled MESSAGEs past the newest one
+to disk (`pipeline.session.spilled`) while the pure-Python pass holds them all in memory; the
+rest is 6-byte segment records on one 4-tuple, as `fuzz_reassembly` reads them (direction and
+flags, stream position, length, bytes cut by the snapshot length, time step; payloads cut from
+real STOMP streams). They are written as a pcap file (Ethernet, IPv4, TCP), which goes through
+the whole per-file and per-flow pass (`fuzz.offline`: the capture scanner, flow pieces, the
+packet loop, reassembly, the connection driver, the decoder, the session model and its Arrow
+columns) twice: with the package's compiled modules, and with their pure-Python twin
+(`fuzz.twins`).
 
 Checked for every input: nothing raises; the rows convert to the tables' Arrow schemas with no
 null in a non-null column and every passcode masked; the compiled and the pure-Python pass give
 the same capture anomalies, the same rows of every table and the same number of connections
-carried.
+carried (spilled or not).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from hypothesis import strategies as st
 from fuzz import fuzz_reassembly, harness, twins
 from fuzz.offline import OfflineResult, assert_passcodes_masked, run_offline
 from pipeline.ingest.records import TcpPacket
+from pipeline.session import ModelOptions
 
 MAX_LEN = 1 + fuzz_reassembly.RECORD.size * 200
 SPLITS = (64 * 1024 * 1024, 4096, 700, 200)
@@ -88,16 +91,37 @@ def check(data: bytes) -> None:
         handle.write(pcap(items, blob))
     split_bytes = SPLITS[options % len(SPLITS)]
     close_open = not options & 4
-    compiled = run_offline([path], split_bytes=split_bytes, close_open=close_open)
+    spilling = bool(options & 8)  # and a bound low enough to give some up
+    compiled_options = (
+        ModelOptions(max_pending_messages=6, max_pending_in_memory=1)
+        if spilling
+        else ModelOptions()
+    )
+    compiled = run_offline(
+        [path], split_bytes=split_bytes, close_open=close_open, options=compiled_options
+    )
     assert compiled.packets == len(items), (compiled.packets, len(items))
     assert_passcodes_masked(compiled.tables)
     with twins.running_pure():
-        python = PURE_OFFLINE.run_offline([path], split_bytes=split_bytes, close_open=close_open)
+        python = PURE_OFFLINE.run_offline(
+            [path],
+            split_bytes=split_bytes,
+            close_open=close_open,
+            options=(
+                PURE_OFFLINE.ModelOptions(max_pending_messages=6)
+                if spilling
+                else PURE_OFFLINE.ModelOptions()
+            ),
+        )
     assert _canonical(compiled) == _canonical(python), "compiled and pure-Python passes disagree"
 
 
 def seeds() -> list[bytes]:
-    return [bytes([n % 8]) + seed for n, seed in enumerate(fuzz_reassembly.seeds())]
+    return [
+        bytes([spilling | n % 8]) + seed
+        for n, seed in enumerate(fuzz_reassembly.seeds())
+        for spilling in (0, 8)
+    ]
 
 
 def strategy() -> st.SearchStrategy[bytes]:

@@ -51,6 +51,7 @@ SOURCE_MODULES = (
     "pipeline.session.protocol",
     "pipeline.session.receipts",
     "pipeline.session.rows",
+    "pipeline.session.spilled",
     "pipeline.session.streams",
     "pipeline.session.transactions",
     "pipeline.spark.pieces",
@@ -78,6 +79,7 @@ KERNELS = {
     "packet_loop": "pipeline.spark._packet_loop",  # packets to connections (packet_loop.py)
     "frame_rows": "pipeline.session._frame_rows",  # frames table columns (frame_rows.py)
     "arrow_columns": "pipeline.session._arrow_columns",  # columns in Arrow's buffers (pa.array)
+    "key_index": "pipeline.session._key_index",  # key hashes to slots in C (key_index.py)
     "speedups": "pipeline.stomp._speedups",  # decoder hot paths in C (fast_path.py, headers.py)
     "tls_bulk": "pipeline.tls._bulk",  # TLS records opened with OpenSSL's EVP (tls/bulk.py)
 }

@@ -3,9 +3,13 @@
 
 cdef class DeliveryLedger:
     cdef public dict active, by_destination, by_key
-    cdef public object pending, unacked, recent_ids
+    cdef public object pending, unacked, recent_ids, spilled
+    cdef public list spilled_subscriptions
     cdef public Py_ssize_t held_bytes
 
+    cpdef Py_ssize_t pending_count(self)
+    cpdef Py_ssize_t pending_bytes(self)
+    cpdef spill_oldest(self, Py_ssize_t max_count)
     cpdef subscription_for(self, sub_id, destination)
     cpdef bint seen_before(self, message_id)
     cpdef deliver(self, frame_index, row, subscription, ack, message_id, at, Py_ssize_t held)

@@ -4,6 +4,13 @@ A MESSAGE is settled by ACK or NACK (``client`` mode: cumulatively, every earlie
 MESSAGE of the subscription too; ``client-individual``: just itself), at once in ``auto`` mode,
 or as ``none`` when the connection ends first. MESSAGEs of a subscription whose SUBSCRIBE was not
 seen (capture started mid-connection) are treated as individually acknowledged.
+
+The newest unsettled deliveries are `Delivery` objects holding their rows; past
+``max_pending_in_memory`` of them the oldest are spilled (`spill_oldest`): their rows go to disk
+and a compact record stays (`pipeline.session.spilled`). Spilled deliveries are all older than
+the others, and are found, settled, given up and closed as they would be in memory: a key names
+the latest delivery given it, in memory or spilled, and a cumulative ACK settles the spilled ones
+of its subscription before those in memory.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from typing import TYPE_CHECKING
 from pipeline.compiled import set_slot_values, slot_values
 from pipeline.session.clock import elapsed_ms
 from pipeline.session.rows import Row
+from pipeline.session.spilled import SpilledDeliveries
 from pipeline.session.streams import Stamp
 
 if TYPE_CHECKING:
@@ -47,7 +55,8 @@ class Subscription:
     abandoned: int = 0  # given up as never acknowledged to bound memory
     pending: OrderedDict[int, Delivery] = field(default_factory=OrderedDict)
 
-    def row(self, session_id: str, ended_by: str) -> Row:
+    def row(self, session_id: str, ended_by: str, spilled: int = 0) -> Row:
+        """``spilled``: its unsettled MESSAGEs held on disk (`DeliveryLedger.spilled_count`)."""
         return {
             "session_id": session_id,
             "subscription_id": self.sub_id,
@@ -64,7 +73,7 @@ class Subscription:
             "messages_delivered": self.delivered,
             "messages_acked": self.acked,
             "messages_nacked": self.nacked,
-            "messages_unacked": len(self.pending) + self.abandoned,
+            "messages_unacked": len(self.pending) + spilled + self.abandoned,
             "date": self.subscribed.date,
         }
 
@@ -77,6 +86,13 @@ class Delivery:
     keys: tuple[str, ...]
     delivered: Stamp
     held: int = 0  # bytes of memory it holds (`held_bytes`)
+
+
+@dataclass(slots=True)
+class SpilledDelivery(Delivery):
+    """A delivery found among the spilled ones (`DeliveryLedger.find`): its row read back."""
+
+    slot: int = -1
 
 
 def held_bytes(head_bytes: int, preview: str | None, body: bytes | None) -> int:
@@ -109,6 +125,8 @@ class DeliveryLedger:
         "unacked",
         "recent_ids",
         "held_bytes",
+        "spilled",
+        "spilled_subscriptions",
     )
 
     def __init__(self) -> None:
@@ -118,7 +136,10 @@ class DeliveryLedger:
         self.pending: OrderedDict[int, Delivery] = OrderedDict()  # all unsettled, oldest first
         self.unacked = 0  # deliveries given up as "none"
         self.recent_ids: OrderedDict[str, None] = OrderedDict()  # oldest first
-        self.held_bytes = 0  # by the unsettled deliveries (`Delivery.held`)
+        self.held_bytes = 0  # by the unsettled deliveries in memory (`Delivery.held`)
+        # the oldest unsettled deliveries, past `spill_oldest`'s bound, with their rows on disk
+        self.spilled = SpilledDeliveries()
+        self.spilled_subscriptions: list[Subscription] = []  # by their number in `spilled`
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
         return slot_values(self)
@@ -131,6 +152,86 @@ class DeliveryLedger:
             for delivery in self.pending.values():
                 delivery.held = 0
             self.held_bytes = 0
+        if "spilled" not in state[1]:  # nor these
+            self.spilled = SpilledDeliveries()
+            self.spilled_subscriptions = []
+
+    def pending_count(self) -> int:
+        """Unsettled deliveries, in memory and spilled."""
+        count = len(self.pending)
+        if self.spilled_subscriptions:  # something was spilled (a list is quicker to ask)
+            count += len(self.spilled)
+        return count
+
+    def pending_bytes(self) -> int:
+        """The memory the unsettled deliveries hold."""
+        held = self.held_bytes
+        if self.spilled_subscriptions:
+            held += self.spilled.held_bytes
+        return held
+
+    def spilled_count(self, subscription: Subscription) -> int:
+        """Unsettled deliveries of ``subscription`` that are spilled."""
+        number = self._spilled_number(subscription)
+        return self.spilled.count(number) if number >= 0 else 0
+
+    def spill_oldest(self, max_count: int) -> None:
+        """Move the oldest deliveries in memory to `spilled` until ``max_count`` are left."""
+        pending = self.pending
+        while len(pending) > max_count:
+            _, delivery = pending.popitem(last=False)
+            subscription = delivery.subscription
+            del subscription.pending[delivery.frame_index]
+            self.held_bytes -= delivery.held
+            by_key = self.by_key
+            keys = []
+            for key in delivery.keys:
+                if by_key.get(key) is delivery:
+                    del by_key[key]
+                    keys.append(key)
+            number = self._subscription_number(subscription)
+            self.spilled.add(
+                delivery.frame_index,
+                delivery.delivered.ts_ns,
+                number,
+                tuple(keys),
+                delivery.held,
+                delivery.row,
+            )
+
+    def _subscription_number(self, subscription: Subscription) -> int:
+        numbered = self.spilled_subscriptions
+        for number, spilled_for in enumerate(numbered):
+            if spilled_for is subscription:
+                return number
+        numbered.append(subscription)
+        return len(numbered) - 1
+
+    def _spilled_number(self, subscription: Subscription) -> int:
+        """The number of ``subscription`` in `spilled`, or -1 when none of it is there."""
+        if not self.spilled:
+            return -1
+        for number, spilled_for in enumerate(self.spilled_subscriptions):
+            if spilled_for is subscription:
+                return number if self.spilled.count(number) else -1
+        return -1
+
+    def _take_spilled(self, slot: int) -> SpilledDelivery:
+        spilled = self.spilled
+        frame_index, delivered_ns = spilled.frame_index(slot), spilled.delivered_ns(slot)
+        subscription = self.spilled_subscriptions[spilled.subscription(slot)]
+        _, held, row = spilled.read(slot)
+        spilled.take(slot)
+        delivered = Stamp(delivered_ns)
+        return SpilledDelivery(frame_index, row, subscription, (), delivered, held, slot)
+
+    def _spilled_delivery(self, slot: int) -> SpilledDelivery:
+        spilled = self.spilled
+        keys, held, row = spilled.read(slot)
+        subscription = self.spilled_subscriptions[spilled.subscription(slot)]
+        delivered = Stamp(spilled.delivered_ns(slot))
+        frame_index = spilled.frame_index(slot)
+        return SpilledDelivery(frame_index, row, subscription, keys, delivered, held, slot)
 
     def seen_before(self, message_id: str) -> bool:
         """Whether one of the latest ``RECENT_MESSAGE_IDS`` MESSAGEs had ``message_id``; the id
@@ -202,6 +303,9 @@ class DeliveryLedger:
         else:
             keys = (ack,) if message_id is None else (ack, message_id)
         delivery = Delivery(frame_index, row, subscription, keys, at, held)
+        if self.spilled_subscriptions:
+            for key in keys:
+                self.spilled.drop_key(key)
         subscription.pending[frame_index] = delivery
         self.pending[frame_index] = delivery
         self.held_bytes += held
@@ -211,11 +315,16 @@ class DeliveryLedger:
 
     def find(self, keys: tuple[str | None, ...]) -> Delivery | None:
         by_key = self.by_key
+        spilled = self.spilled if self.spilled_subscriptions else None
         for key in keys:
             if key is not None:
                 delivery = by_key.get(key)
                 if delivery is not None:
                     return delivery
+                if spilled is not None:
+                    slot = spilled.find(key)
+                    if slot >= 0:
+                        return self._spilled_delivery(slot)
         return None
 
     def settle(
@@ -225,18 +334,32 @@ class DeliveryLedger:
         subscription) with outcome ACK or NACK; returns the deliveries settled."""
         subscription = named.subscription
         settled: list[Delivery] = []
+        spilled = isinstance(named, SpilledDelivery)
         if subscription.ack_mode == CLIENT:
+            number = self._spilled_number(subscription)
+            if number >= 0:  # spilled deliveries of the subscription are older than the others
+                last = named.slot if isinstance(named, SpilledDelivery) else None
+                for slot in self.spilled.through(number, last):
+                    if slot == last:
+                        self.spilled.take(slot)
+                        settled.append(named)
+                    else:
+                        settled.append(self._take_spilled(slot))
             pending = subscription.pending
-            while pending:
+            while pending and not spilled:
                 _, delivery = pending.popitem(last=False)
                 settled.append(delivery)
                 if delivery is named:
                     break
+        elif isinstance(named, SpilledDelivery):
+            self.spilled.take(named.slot)
+            settled.append(named)
         else:
             del subscription.pending[named.frame_index]
             settled.append(named)
         for delivery in settled:
-            self._forget(delivery)
+            if not isinstance(delivery, SpilledDelivery):
+                self._forget(delivery)
             settle_message(delivery.row, outcome, at, ack_frame_index)
         if outcome == "ACK":
             subscription.acked += len(settled)
@@ -246,17 +369,28 @@ class DeliveryLedger:
 
     def give_up_oldest(self) -> Delivery:
         """Drop the oldest unsettled delivery as never acknowledged (memory bound)."""
-        _, delivery = self.pending.popitem(last=False)
-        del delivery.subscription.pending[delivery.frame_index]
+        if self.spilled:
+            delivery: Delivery = self._take_spilled(self.spilled.oldest())
+        else:
+            _, delivery = self.pending.popitem(last=False)
+            del delivery.subscription.pending[delivery.frame_index]
+            self._forget(delivery)
         delivery.subscription.abandoned += 1
-        self._forget(delivery)
         settle_message(delivery.row, "none", None, None)
         self.unacked += 1
         return delivery
 
     def close(self) -> list[Delivery]:
-        """The connection is over: every unsettled delivery becomes ``none``."""
-        remaining = list(self.pending.values())
+        """The connection is over: every unsettled delivery becomes ``none``. (A spilled one
+        is counted with its subscription's pending ones again, for the subscriptions rows.)"""
+        remaining: list[Delivery] = []
+        for slot in self.spilled.slots():
+            spilled = self._take_spilled(slot)
+            spilled.subscription.pending[spilled.frame_index] = spilled
+            remaining.append(spilled)
+        self.spilled.close()
+        self.spilled_subscriptions = []
+        remaining.extend(self.pending.values())
         for delivery in remaining:
             settle_message(delivery.row, "none", None, None)
         self.unacked += len(remaining)

@@ -25,11 +25,12 @@ Choices worth knowing when reading the tables:
 * An ACK/NACK in a transaction takes effect at COMMIT (in the order sent) and never after ABORT;
   ``acked_at`` is still the time of the ACK frame itself.
 * MESSAGEs of a subscription whose SUBSCRIBE was not seen are treated as individually
-  acknowledged; beyond ``max_pending_messages`` unsettled MESSAGEs, or ``max_pending_bytes``
-  of memory held by them, the oldest is given up as ``none`` (and counted in
-  ``unacked_messages``), with one ``pending_overflow`` anomaly; from then on an ACK/NACK
-  naming no unsettled MESSAGE is ``ack_unmatched_after_overflow`` (it may name one given up)
-  rather than ``ack_unmatched``.
+  acknowledged. Past ``max_pending_in_memory`` unsettled MESSAGEs the oldest have their rows
+  spilled to disk, a compact record of each left in memory (``spilled``); this changes no row.
+  Beyond ``max_pending_messages`` unsettled MESSAGEs, or ``max_pending_bytes`` of memory held
+  by them, the oldest is given up as ``none`` (and counted in ``unacked_messages``), with one
+  ``pending_overflow`` anomaly; from then on an ACK/NACK naming no unsettled MESSAGE is
+  ``ack_unmatched_after_overflow`` (it may name one given up) rather than ``ack_unmatched``.
 * A MESSAGE whose ``message-id`` one of the connection's latest 1,024 MESSAGEs had, without
   ``redelivered:true``, is a ``duplicate_message_id`` anomaly (and a row like any other).
 * A session starts at its earliest input, whatever the order inputs were handed over in.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pipeline.net import Endpoint
 
@@ -18,10 +18,16 @@ class ModelOptions:
     login_hash_key: bytes | None = None  # set => login replaced by hmac-sha256(key, login) hex
     late_thresholds: tuple[float, ...] = (1.0, 1.5, 2.0)  # -> late_1x, late_1_5x, late_2x
     lenient: bool = False  # decoder accepts the early protocol form (see pipeline.stomp)
-    max_pending_messages: int = 10_000  # unsettled MESSAGEs kept per connection before giving up
-    # and the memory they may hold per connection (`deliveries.held_bytes`): with full bodies or
-    # previews of large messages, the count alone would bound nothing
+    # unsettled MESSAGEs kept per connection before the oldest is given up (`pending_overflow`);
+    # at the connection's end, or when it is carried to the next run, their rows are read back
+    # into memory all at once: the bound of that moment too
+    max_pending_messages: int = 100_000
+    # and the memory they may hold per connection (`DeliveryLedger.pending_bytes`): with full
+    # bodies or previews of large messages, the count alone would bound nothing
     max_pending_bytes: int = 64 << 20
+    # of them, how many keep their rows in memory: the rows of older ones are spilled to disk,
+    # a record of 128 bytes each left in memory (`pipeline.session.spilled`)
+    max_pending_in_memory: int = 10_000
 
     def __post_init__(self) -> None:
         if self.body_mode not in BODY_MODES:
@@ -32,3 +38,19 @@ class ModelOptions:
             raise ValueError("max_pending_messages must be >= 1")
         if self.max_pending_bytes < 1:
             raise ValueError("max_pending_bytes must be >= 1")
+        if self.max_pending_in_memory < 1:
+            raise ValueError("max_pending_in_memory must be >= 1")
+
+
+def _setstate(options: ModelOptions, state: list[object]) -> None:
+    """Options carried with a connection by an earlier release have fewer fields: the rest
+    take their defaults. (A frozen dataclass with slots gets dataclasses' own, which leaves
+    them unset; it is replaced after the class is made.)"""
+    known = fields(options)
+    for field_, value in zip(known, state, strict=False):
+        object.__setattr__(options, field_.name, value)
+    for field_ in known[len(state) :]:
+        object.__setattr__(options, field_.name, field_.default)
+
+
+ModelOptions.__setstate__ = _setstate  # type: ignore[attr-defined]

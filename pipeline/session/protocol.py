@@ -192,7 +192,10 @@ class ProtocolState:
             detail = f"{replaced.sub_id or destination!r} subscribed again"
             self._violation("duplicate_subscription", C2S, at, frame.start, detail)
             replaced.unsubscribed = at
-            self.rows["subscriptions"].append(replaced.row(self.out.session_id, "replaced"))
+            spilled = self.ledger.spilled_count(replaced)
+            self.rows["subscriptions"].append(
+                replaced.row(self.out.session_id, "replaced", spilled)
+            )
 
     def _on_unsubscribe(
         self, index: int, headers: Headers, frame: Frame, body: Body, at: Chunk
@@ -203,7 +206,10 @@ class ProtocolState:
             detail = f"UNSUBSCRIBE of {sub_id or destination!r}, never subscribed"
             self._unknown("unknown_subscription", C2S, at, frame.start, detail)
         else:
-            self.rows["subscriptions"].append(subscription.row(self.out.session_id, "unsubscribe"))
+            spilled = self.ledger.spilled_count(subscription)
+            self.rows["subscriptions"].append(
+                subscription.row(self.out.session_id, "unsubscribe", spilled)
+            )
 
     def _on_message(
         self, index: int, headers: Headers, frame: Frame, body: Body, at: Chunk
@@ -239,9 +245,12 @@ class ProtocolState:
             self.rows["messages"].append(row)
             return
         options = self.options
-        while ledger.pending:
-            by_count = len(ledger.pending) > options.max_pending_messages
-            if not by_count and ledger.held_bytes <= options.max_pending_bytes:
+        # the oldest rows to disk past the count kept in memory, given up past the bounds
+        if len(ledger.pending) > options.max_pending_in_memory:
+            ledger.spill_oldest(options.max_pending_in_memory)
+        while ledger.pending_count():
+            by_count = ledger.pending_count() > options.max_pending_messages
+            if not by_count and ledger.pending_bytes() <= options.max_pending_bytes:
                 return
             self.rows["messages"].append(ledger.give_up_oldest().row)
             if not self.pending_overflowed:

@@ -1,0 +1,298 @@
+"""Unsettled MESSAGEs of a connection moved out of memory: their rows on disk, a compact record
+of each in memory.
+
+A consumer that lags far behind its deliveries (ACKs hours late, or never for part of them) is
+traffic worth recording, not a fault; holding every unsettled MESSAGE's row in memory would
+bound it by the memory of a task. Past ``ModelOptions.max_pending_in_memory`` the oldest
+unsettled MESSAGEs come here (`DeliveryLedger.spill_oldest`): the row is pickled to an
+unnamed temporary file, and memory keeps 32 bytes of record a MESSAGE in five arrays and its
+ack / message-id keys in a `key_index` (21 to 43 bytes a key): 75 to 120 bytes a MESSAGE,
+about 100 MB for a million. What the model decides never depends on where a MESSAGE is held: a
+spilled one is found, settled, given up and closed exactly as one in memory would be.
+
+Slots number the spilled MESSAGEs in the order they came, which is the order they were
+delivered in. The file is rewritten without the settled rows once they are most of it.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import tempfile
+from array import array
+from typing import IO, TYPE_CHECKING
+
+from pipeline.session.key_index import key_hash, new_key_index
+
+if TYPE_CHECKING:
+    from pipeline.session.message_rows import MessageRow
+
+# Memory a spilled MESSAGE holds, as `DeliveryLedger.pending_bytes` counts it: its record (32
+# bytes) and two keys' index entries (21 to 43 bytes each), rounded up. A constant, so that both
+# twins give up the same MESSAGEs.
+SPILLED_BYTES = 128
+SETTLED = -1  # the length of a slot whose row is no longer wanted
+REWRITE_AFTER = 64 << 20  # settled bytes in the file before it may be rewritten without them
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+_HEADER_LENGTH = struct.Struct("<I")
+
+Keys = tuple[str, ...]
+
+
+class SpilledDeliveries:
+    __slots__ = (
+        "_file",
+        "_end",
+        "_settled_bytes",
+        "_counts",
+        "_frame_index",
+        "_delivered_ns",
+        "_subscription",
+        "_offset",
+        "_length",
+        "_base",
+        "_head",
+        "_count",
+        "_index",
+        "_dropped",
+        "_subscription_heads",
+        "_last_read",
+    )
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None  # made at the first spill
+        self._end = 0  # bytes written to the file
+        self._settled_bytes = 0  # of them, rows no longer wanted
+        self._counts: dict[int, int] = {}  # slots not settled, by subscription
+        # a record a slot, slot ``_base + i`` at index i
+        self._frame_index = array("q")
+        self._delivered_ns = array("q")
+        self._subscription = array("i")
+        self._offset = array("q")
+        self._length = array("i")
+        self._base = 0
+        self._head = 0  # the oldest slot not settled (or the next slot)
+        self._count = 0  # slots not settled
+        self._index = new_key_index()
+        self._dropped: dict[int, set[str]] = {}  # keys a later delivery took from a slot
+        self._subscription_heads: dict[int, int] = {}  # no slot of it before this one
+        # the slot last read and its bytes: an ACK checks the keys, reads the row and settles
+        self._last_read: tuple[int, bytes] = (-1, b"")
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def held_bytes(self) -> int:
+        """The memory the spilled MESSAGEs hold, as `DeliveryLedger.pending_bytes` counts it."""
+        return self._count * SPILLED_BYTES
+
+    def count(self, subscription: int) -> int:
+        return self._counts.get(subscription, 0)
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # carried with the connection: the rows come back into the pickle, and the file and
+        # the index are made again where the connection resumes
+        records = [
+            (
+                self.frame_index(slot),
+                self.delivered_ns(slot),
+                self.subscription(slot),
+                *self.read(slot),
+            )
+            for slot in self.slots()
+        ]
+        return _restore, (records,)
+
+    def add(
+        self,
+        frame_index: int,
+        delivered_ns: int,
+        subscription: int,
+        keys: Keys,
+        held: int,
+        row: MessageRow,
+    ) -> int:
+        """Spill a MESSAGE known by ``keys`` whose row held ``held`` bytes; returns its slot."""
+        # the keys first, read alone when a key is checked, after their length
+        header = pickle.dumps((keys, held), PROTOCOL)
+        blob = _HEADER_LENGTH.pack(len(header)) + header + pickle.dumps(row, PROTOCOL)
+        if self._file is None:
+            self._file = _new_file()
+        os.pwrite(self._file.fileno(), blob, self._end)
+        slot = self._base + len(self._length)
+        self._frame_index.append(frame_index)
+        self._delivered_ns.append(delivered_ns)
+        self._subscription.append(subscription)
+        self._offset.append(self._end)
+        self._length.append(len(blob))
+        self._end += len(blob)
+        self._count += 1
+        self._counts[subscription] = self._counts.get(subscription, 0) + 1
+        for key in keys:
+            self._index.add(key_hash(key), slot)
+        return slot
+
+    def find(self, key: str) -> int:
+        """The slot known by ``key``, or -1."""
+        for slot in self._index.candidates(key_hash(key)):
+            if key in self._keys(slot):
+                return slot
+        return -1
+
+    def drop_key(self, key: str) -> None:
+        """A MESSAGE delivered since took ``key``: the spilled one it named is no longer found
+        by it (as a dict keeps the latest value of a key)."""
+        slot = self.find(key)
+        if slot >= 0:
+            self._index.remove(key_hash(key), slot)
+            self._dropped.setdefault(slot, set()).add(key)
+
+    def frame_index(self, slot: int) -> int:
+        return self._frame_index[slot - self._base]
+
+    def delivered_ns(self, slot: int) -> int:
+        return self._delivered_ns[slot - self._base]
+
+    def subscription(self, slot: int) -> int:
+        return self._subscription[slot - self._base]
+
+    def oldest(self) -> int:
+        """The oldest slot, or -1."""
+        return self._head if self._count else -1
+
+    def slots(self) -> list[int]:
+        """Every slot not settled, oldest first."""
+        lengths, base = self._length, self._base
+        return [s for s in range(self._head, base + len(lengths)) if lengths[s - base] != SETTLED]
+
+    def through(self, subscription: int, last: int | None) -> list[int]:
+        """The slots of ``subscription`` up to ``last`` (every one when None), oldest first,
+        for the caller to take all of (a cumulative ACK)."""
+        lengths, base = self._length, self._base
+        end = base + len(lengths) if last is None else last + 1
+        start = max(self._subscription_heads.get(subscription, self._head), self._head)
+        found = [
+            s
+            for s in range(start, end)
+            if lengths[s - base] != SETTLED and self._subscription[s - base] == subscription
+        ]
+        self._subscription_heads[subscription] = end
+        return found
+
+    def take(self, slot: int) -> None:
+        """Settle ``slot`` (its row read first, with `read`, when it is wanted)."""
+        at = slot - self._base
+        keys, held = self._header(slot)
+        for key in keys:
+            self._index.remove(key_hash(key), slot)
+        self._dropped.pop(slot, None)
+        self._settled_bytes += self._length[at]
+        self._length[at] = SETTLED
+        self._count -= 1
+        subscription = self._subscription[at]
+        self._counts[subscription] -= 1
+        if not self._counts[subscription]:
+            del self._counts[subscription]
+        self._advance()
+
+    def close(self) -> None:
+        """Forget every slot (the connection is over, its rows taken) and the file."""
+        if self._file is not None:
+            self._file.close()
+        self.__init__()  # type: ignore[misc]
+
+    def _keys(self, slot: int) -> Keys:
+        return self._header(slot)[0]
+
+    def _header(self, slot: int) -> tuple[Keys, int]:
+        keys, held, _ = self._parts(slot, with_row=False)
+        return keys, held
+
+    def read(self, slot: int) -> tuple[Keys, int, MessageRow]:
+        """The keys that still name ``slot``, what its row held, and the row."""
+        keys, held, row = self._parts(slot, with_row=True)
+        assert row is not None
+        return keys, held, row
+
+    def _parts(self, slot: int, *, with_row: bool) -> tuple[Keys, int, MessageRow | None]:
+        blob = self._blob(slot)
+        end = _HEADER_LENGTH.size + _HEADER_LENGTH.unpack_from(blob)[0]
+        keys, held = pickle.loads(blob[_HEADER_LENGTH.size : end])
+        dropped = self._dropped.get(slot)
+        if dropped:
+            keys = tuple(key for key in keys if key not in dropped)
+        return keys, held, pickle.loads(blob[end:]) if with_row else None
+
+    def _blob(self, slot: int) -> bytes:
+        at = slot - self._base
+        length = self._length[at]
+        if length == SETTLED or self._file is None:
+            raise KeyError(f"no spilled MESSAGE in slot {slot}")
+        if self._last_read[0] == slot:
+            return self._last_read[1]
+        blob = os.pread(self._file.fileno(), length, self._offset[at])
+        self._last_read = (slot, blob)
+        return blob
+
+    def _advance(self) -> None:
+        lengths, base = self._length, self._base
+        while self._head < base + len(lengths) and lengths[self._head - base] == SETTLED:
+            self._head += 1
+        if self._count == 0:
+            self._rewrite()
+            return
+        behind = self._head - base
+        if behind >= 4096 and behind * 2 >= len(lengths):  # drop the settled records' space
+            for column in self._columns():
+                del column[:behind]
+            self._base = self._head
+        if self._settled_bytes >= REWRITE_AFTER and self._settled_bytes * 2 >= self._end:
+            self._rewrite()
+
+    def _columns(self) -> tuple[array, ...]:
+        return (
+            self._frame_index,
+            self._delivered_ns,
+            self._subscription,
+            self._offset,
+            self._length,
+        )
+
+    def _rewrite(self) -> None:
+        """The file again with only the rows still wanted (none: no file)."""
+        old = self._file
+        if old is None:
+            return
+        if self._count == 0:
+            old.close()
+            self._file = None
+            self._end = self._settled_bytes = 0
+            for column in self._columns():
+                del column[:]
+            self._base = self._head
+            return
+        new = _new_file()
+        end = 0
+        base = self._base
+        for slot in self.slots():
+            at = slot - base
+            blob = os.pread(old.fileno(), self._length[at], self._offset[at])
+            os.pwrite(new.fileno(), blob, end)
+            self._offset[at] = end
+            end += len(blob)
+        old.close()
+        self._file, self._end, self._settled_bytes = new, end, 0
+
+
+def _new_file() -> IO[bytes]:
+    """An unnamed file: nothing is left on disk however the process ends."""
+    return tempfile.TemporaryFile(prefix="stomp-lake-pending-")  # noqa: SIM115 - kept open
+
+
+def _restore(records: list[tuple[int, int, int, Keys, int, MessageRow]]) -> SpilledDeliveries:
+    spilled = SpilledDeliveries()
+    for frame_index, delivered_ns, subscription, keys, held, row in records:
+        spilled.add(frame_index, delivered_ns, subscription, keys, held, row)
+    return spilled
