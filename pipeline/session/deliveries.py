@@ -217,13 +217,9 @@ class DeliveryLedger:
         return -1
 
     def _take_spilled(self, slot: int) -> SpilledDelivery:
-        spilled = self.spilled
-        frame_index, delivered_ns = spilled.frame_index(slot), spilled.delivered_ns(slot)
-        subscription = self.spilled_subscriptions[spilled.subscription(slot)]
-        _, held, row = spilled.read(slot)
-        spilled.take(slot)
-        delivered = Stamp(delivered_ns)
-        return SpilledDelivery(frame_index, row, subscription, (), delivered, held, slot)
+        delivery = self._spilled_delivery(slot)
+        self.spilled.take(slot)
+        return delivery
 
     def _spilled_delivery(self, slot: int) -> SpilledDelivery:
         spilled = self.spilled
