@@ -47,13 +47,23 @@ class SparkActivity:
 
 
 class SparkTracker:
+    """Spark's jobs and tasks since the tracker was made. A poll asks Spark about the jobs it
+    has not yet seen succeed, not about every job it retains (up to `spark.ui.retainedJobs`, a
+    round trip to the JVM each), so a poll stays quick in a long-lived session."""
+
     def __init__(self, spark: SparkSession) -> None:
         self._tracker = spark.sparkContext.statusTracker()
-        self._done_before = self._jobs_done()
+        self._before = set(self._tracker.getJobIdsForGroup())
+        self._succeeded: set[int] = set()
 
     def _jobs_done(self) -> int:
-        infos = (self._tracker.getJobInfo(job) for job in self._tracker.getJobIdsForGroup())
-        return sum(1 for info in infos if info is not None and info.status == "SUCCEEDED")
+        for job in self._tracker.getJobIdsForGroup():
+            if job in self._before or job in self._succeeded:
+                continue
+            info = self._tracker.getJobInfo(job)
+            if info is not None and info.status == "SUCCEEDED":
+                self._succeeded.add(job)
+        return len(self._succeeded)
 
     def poll(self) -> SparkActivity:
         done = total = 0
@@ -62,7 +72,7 @@ class SparkTracker:
             if info is not None:
                 done += info.numCompletedTasks
                 total += info.numTasks
-        return SparkActivity(done, total, self._jobs_done() - self._done_before)
+        return SparkActivity(done, total, self._jobs_done())
 
 
 class RunProgress:
