@@ -2,7 +2,8 @@
 
 Input layout: byte 0 picks the split size, whether connections still open at the end are
 closed, and whether the compiled pass spills the rows of unsettled MESSAGEs past the newest one
-to disk (`pipeline.session.spilled`) while the pure-Python pass holds them all in memory; the
+to disk (`pipeline.session.spilled`), and hands its rows over two at a time, while the
+pure-Python pass holds them all in memory; the
 rest is 6-byte segment records on one 4-tuple, as `fuzz_reassembly` reads them (direction and
 flags, stream position, length, bytes cut by the snapshot length, time step; payloads cut from
 real STOMP streams). They are written as a pcap file (Ethernet, IPv4, TCP), which goes through
@@ -98,7 +99,11 @@ def check(data: bytes) -> None:
         else ModelOptions()
     )
     compiled = run_offline(
-        [path], split_bytes=split_bytes, close_open=close_open, options=compiled_options
+        [path],
+        split_bytes=split_bytes,
+        close_open=close_open,
+        options=compiled_options,
+        batch_rows=2 if spilling else None,
     )
     assert compiled.packets == len(items), (compiled.packets, len(items))
     assert_passcodes_masked(compiled.tables)

@@ -48,6 +48,7 @@ def run_offline(
     split_bytes: int = 64 * 1024 * 1024,
     close_open: bool = True,
     options: ModelOptions | None = None,
+    batch_rows: int | None = None,
 ) -> OfflineResult:
     result = OfflineResult()
     piece_rows: list[dict] = []
@@ -71,7 +72,7 @@ def run_offline(
     piece_rows.sort(key=_sort_key)
     config = FlowPassConfig(tuple(paths), options or ModelOptions(), close_open=close_open)
     held = SunkRows()
-    runner = FlowRunner(config, held)
+    runner = FlowRunner(config, held, batch_rows=batch_rows)
     tables: dict[str, list[TableRow]] = {name: [] for name in schemas.TABLES}
     if piece_rows:
         runner.feed_batch(pa.RecordBatch.from_pylist(piece_rows))

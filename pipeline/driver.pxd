@@ -11,6 +11,7 @@ from pipeline.tls.transport cimport TlsTransport as CTlsTransport
 cdef class ConnectionDriver:
     cdef public object config, _state, _first_source
     cdef public dict _out
+    cdef public list _ended
 
     @cython.locals(tracker=CConnectionTracker, model=CSessionModel, tls=CTlsTransport)
     cpdef data_run(self, src_ip, src_port, data, list sizes, list timestamps, list sources, last_ns)

@@ -69,13 +69,14 @@ class DriverState:
 class ConnectionDriver:
     """Feed one 4-tuple's packets in capture-time order; `end()` at the end of the input."""
 
-    __slots__ = ("config", "_state", "_first_source", "_out")
+    __slots__ = ("config", "_state", "_first_source", "_out", "_ended")
 
     def __init__(self, config: DriverConfig, state: DriverState | None = None) -> None:
         self.config = config
         self._state = state
         self._first_source: Source | None = None  # of the first packet of this input
         self._out: dict[str, TableRows] = {}
+        self._ended: list[SessionModel] = []  # let go with rows left for later drains
 
     # -- input -------------------------------------------------------------------------------
     def bare_ack(self, src_ip: str, src_port: int, ts_ns: int, count: int = 1) -> bool:
@@ -203,14 +204,29 @@ class ConnectionDriver:
         state = self._state
         return None if state is None or state.model is None else state.model.session_id
 
-    def drain(self) -> dict[str, TableRows]:
+    def drain(self, unsettled_limit: int = -1) -> dict[str, TableRows]:
         """Table rows made since the last drain, by table. (The current model's rows are
-        collected here, not after each packet; a model is collected before it is let go.)"""
+        collected here, not after each packet; a model is collected before it is let go.)
+        ``unsettled_limit``: of the rows of MESSAGEs an ended connection left unsettled, about
+        this many a drain (every one when negative, `SessionModel.drain`); `rows_left` says
+        whether some are still to come."""
         state = self._state
         if state is not None and state.model is not None:
             self._collect(state.model)
+        ended = self._ended
+        while ended:
+            model = ended[0]
+            for table, rows in model.drain(unsettled_limit).items():
+                self._emit(table, rows)
+            if model.rows_left:
+                break
+            del ended[0]
         out, self._out = self._out, {}
         return out
+
+    @property
+    def rows_left(self) -> bool:
+        return bool(self._ended)
 
     def _emit(self, table: str, rows: TableRows) -> None:
         """``rows`` are taken over: a drain hands over containers it no longer holds."""
@@ -222,8 +238,12 @@ class ConnectionDriver:
                 held.extend(rows)
 
     def _collect(self, model: SessionModel) -> None:
-        for table, rows in model.drain().items():
+        """The model's rows, but for those of the MESSAGEs an ended connection left unsettled:
+        they wait in the model for `drain` to take a part of them at a time."""
+        for table, rows in model.drain(0).items():
             self._emit(table, rows)
+        if model.rows_left and model not in self._ended:
+            self._ended.append(model)
 
     # -- one connection ----------------------------------------------------------------------
     def _on_event(

@@ -116,6 +116,35 @@ def settle_message(
         row.ack_frame_index = ack_frame_index
 
 
+class UnsettledRows:
+    """The rows of the MESSAGEs a connection left unsettled, each ``none`` (`DeliveryLedger.
+    close`): the spilled ones, oldest first, then those held in memory. The spilled ones are
+    read back from their file as they are taken, so a connection that ends with a million
+    unsettled MESSAGEs never has all their rows in memory at once."""
+
+    __slots__ = ("spilled", "held")
+
+    def __init__(self, spilled: SpilledDeliveries, held: list[MessageRow]) -> None:
+        self.spilled = spilled
+        self.held = held
+
+    def __len__(self) -> int:
+        return len(self.spilled) + len(self.held)
+
+    def take(self, limit: int) -> list[MessageRow]:
+        """The next ``limit`` rows (every one left when negative)."""
+        if limit < 0:
+            limit = len(self)
+        rows = self.spilled.take_rows(limit)
+        for row in rows:
+            settle_message(row, "none", None, None)
+        if len(rows) < limit:
+            more = limit - len(rows)
+            rows.extend(self.held[:more])
+            del self.held[:more]
+        return rows
+
+
 class DeliveryLedger:
     __slots__ = (
         "active",
@@ -376,24 +405,21 @@ class DeliveryLedger:
         self.unacked += 1
         return delivery
 
-    def close(self) -> list[Delivery]:
-        """The connection is over: every unsettled delivery becomes ``none``. (A spilled one
-        is counted with its subscription's pending ones again, for the subscriptions rows.)"""
-        remaining: list[Delivery] = []
-        for slot in self.spilled.slots():
-            spilled = self._take_spilled(slot)
-            spilled.subscription.pending[spilled.frame_index] = spilled
-            remaining.append(spilled)
-        self.spilled.close()
+    def close(self) -> UnsettledRows:
+        """The connection is over: every unsettled delivery becomes ``none``, its row handed
+        over in `UnsettledRows` (the spilled ones still on disk). Subscriptions rows count the
+        spilled ones with `spilled_count` first."""
+        remaining = [delivery.row for delivery in self.pending.values()]
+        for row in remaining:
+            settle_message(row, "none", None, None)
+        unsettled = UnsettledRows(self.spilled, remaining)
+        self.unacked += len(unsettled)
+        self.spilled = SpilledDeliveries()
         self.spilled_subscriptions = []
-        remaining.extend(self.pending.values())
-        for delivery in remaining:
-            settle_message(delivery.row, "none", None, None)
-        self.unacked += len(remaining)
         self.pending.clear()
         self.by_key.clear()
         self.held_bytes = 0
-        return remaining
+        return unsettled
 
     def _forget(self, delivery: Delivery) -> None:
         self.pending.pop(delivery.frame_index, None)

@@ -365,8 +365,15 @@ class SessionModel:
         self._out.tables["sessions"].append(self._session_row(at, reason))
         self._finished = True
 
-    def drain(self) -> dict[str, TableRows]:
-        return self._out.drain()
+    def drain(self, unsettled_limit: int = -1) -> dict[str, TableRows]:
+        """The rows made since the last drain, by table. Once the connection is over, the rows
+        of the MESSAGEs it left unsettled come at most ``unsettled_limit`` a drain (every one
+        when negative); `rows_left` says whether some are still to come."""
+        return self._out.drain(unsettled_limit)
+
+    @property
+    def rows_left(self) -> bool:
+        return self._out.rows_left
 
     # ---- streams -----------------------------------------------------------------------------
 

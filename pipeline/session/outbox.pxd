@@ -2,7 +2,7 @@
 # typed by the model and the protocol state (model.pxd, protocol.pxd).
 
 cdef class Outbox:
-    cdef public object session_id, frames, secrets, last
+    cdef public object session_id, frames, secrets, last, unsettled
     cdef public dict tables, counts
 
     cpdef anomaly(self, source, kind, direction, at, stream_offset, detail)

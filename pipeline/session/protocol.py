@@ -118,11 +118,13 @@ class ProtocolState:
             counts["transactions_unfinished"] += 1
             self._end_transaction(transaction, UNFINISHED, None, None)
         self.transactions.clear()
-        rows["messages"].extend(delivery.row for delivery in self.ledger.close())
+        ledger = self.ledger
         session_id = self.out.session_id
-        for subscription in self.ledger.active.values():
-            rows["subscriptions"].append(subscription.row(session_id, "session_end"))
-        self.ledger.active.clear()
+        for subscription in ledger.active.values():
+            spilled = ledger.spilled_count(subscription)
+            rows["subscriptions"].append(subscription.row(session_id, "session_end", spilled))
+        ledger.active.clear()
+        self.out.unsettled = ledger.close()
         missing = self.receipts.close()
         counts["receipts_missing"] += len(missing)
         rows["receipts"].extend(missing)

@@ -92,14 +92,16 @@ class SpilledDeliveries:
         return self._counts.get(subscription, 0)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        # carried with the connection: the rows come back into the pickle, and the file and
-        # the index are made again where the connection resumes
+        # carried with the connection: each row comes into the pickle as the bytes it was
+        # spilled as (a few hundred bytes, not the row's objects), and the file and the index
+        # are made again where the connection resumes
         records = [
             (
                 self.frame_index(slot),
                 self.delivered_ns(slot),
                 self.subscription(slot),
-                *self.read(slot),
+                self._blob(slot),
+                tuple(self._dropped.get(slot, ())),
             )
             for slot in self.slots()
         ]
@@ -118,6 +120,11 @@ class SpilledDeliveries:
         # the keys first, read alone when a key is checked, after their length
         header = pickle.dumps((keys, held), PROTOCOL)
         blob = _HEADER_LENGTH.pack(len(header)) + header + pickle.dumps(row, PROTOCOL)
+        return self._add_blob(frame_index, delivered_ns, subscription, keys, blob)
+
+    def _add_blob(
+        self, frame_index: int, delivered_ns: int, subscription: int, keys: Keys, blob: bytes
+    ) -> int:
         if self._file is None:
             self._file = _new_file()
         os.pwrite(self._file.fileno(), blob, self._end)
@@ -203,6 +210,28 @@ class SpilledDeliveries:
             self._file.close()
         self.__init__()  # type: ignore[misc]
 
+    def take_rows(self, limit: int) -> list[MessageRow]:
+        """The rows of the oldest ``limit`` slots, oldest first, read back and settled; the
+        file goes with the last. Only once the connection is over: nothing is looked up by
+        key afterwards, so the keys are left in the index (to go with it)."""
+        rows: list[MessageRow] = []
+        lengths, base = self._length, self._base
+        end = base + len(lengths)
+        slot = self._head
+        while slot < end and len(rows) < limit:
+            if lengths[slot - base] != SETTLED:
+                rows.append(self.read(slot)[2])
+                lengths[slot - base] = SETTLED
+                self._count -= 1
+            slot += 1
+        if not self._count:
+            self.close()
+            return rows
+        while lengths[slot - base] == SETTLED:
+            slot += 1
+        self._head = slot
+        return rows
+
     def _keys(self, slot: int) -> Keys:
         return self._header(slot)[0]
 
@@ -218,8 +247,7 @@ class SpilledDeliveries:
 
     def _parts(self, slot: int, *, with_row: bool) -> tuple[Keys, int, MessageRow | None]:
         blob = self._blob(slot)
-        end = _HEADER_LENGTH.size + _HEADER_LENGTH.unpack_from(blob)[0]
-        keys, held = pickle.loads(blob[_HEADER_LENGTH.size : end])
+        keys, held, end = _header_of(blob)
         dropped = self._dropped.get(slot)
         if dropped:
             keys = tuple(key for key in keys if key not in dropped)
@@ -291,8 +319,21 @@ def _new_file() -> IO[bytes]:
     return tempfile.TemporaryFile(prefix="stomp-lake-pending-")  # noqa: SIM115 - kept open
 
 
-def _restore(records: list[tuple[int, int, int, Keys, int, MessageRow]]) -> SpilledDeliveries:
+def _header_of(blob: bytes) -> tuple[Keys, int, int]:
+    """A spilled blob's keys, what its row held, and where the row's pickle starts."""
+    end = _HEADER_LENGTH.size + _HEADER_LENGTH.unpack_from(blob)[0]
+    keys, held = pickle.loads(blob[_HEADER_LENGTH.size : end])
+    return keys, held, end
+
+
+def _restore(
+    records: list[tuple[int, int, int, bytes, tuple[str, ...]]],
+) -> SpilledDeliveries:
     spilled = SpilledDeliveries()
-    for frame_index, delivered_ns, subscription, keys, held, row in records:
-        spilled.add(frame_index, delivered_ns, subscription, keys, held, row)
+    for frame_index, delivered_ns, subscription, blob, dropped in records:
+        keys, _, _ = _header_of(blob)
+        kept = tuple(key for key in keys if key not in dropped)
+        slot = spilled._add_blob(frame_index, delivered_ns, subscription, kept, blob)
+        if dropped:
+            spilled._dropped[slot] = set(dropped)
     return spilled

@@ -91,13 +91,17 @@ class FlowRunner:
     connections still open go to ``sink`` by table (or `STATE_KIND`), with their flow keys.
 
     Rows are collected every `COLLECT_PACKETS` packets and handed over whenever
-    `OUTPUT_BATCH_ROWS` table rows are held, at `flush` and at `close`: memory holds that many
-    rows whatever one input batch or piece makes (a 16 MB batch of pieces, 350,000 packets, can
-    make 100,000s)."""
+    ``batch_rows`` (`OUTPUT_BATCH_ROWS`) table rows are held, at `flush` and at `close`: memory
+    holds that many rows whatever one input batch or piece makes (a 16 MB batch of pieces,
+    350,000 packets, can make 100,000s), or a connection that ends with a million MESSAGEs
+    unsettled."""
 
-    def __init__(self, config: FlowPassConfig, sink: RowSink) -> None:
+    def __init__(
+        self, config: FlowPassConfig, sink: RowSink, *, batch_rows: int | None = None
+    ) -> None:
         self.config = config
         self._sink = sink
+        self._batch_rows = OUTPUT_BATCH_ROWS if batch_rows is None else batch_rows
         self._driver_config = config.driver
         use_keylog(config.tls_keys)  # this process's connections look their secrets up there
         self.files = PayloadFiles(config.paths)
@@ -163,7 +167,9 @@ class FlowRunner:
             self._sink(kind, rows, keys[kind])
 
     def _collect(self, driver: ConnectionDriver) -> None:
-        for kind, rows in driver.drain().items():  # the drain's containers are taken over
+        # the rows of MESSAGEs a connection left unsettled come a batch at a time: a million of
+        # them, read back from disk (`pipeline.session.spilled`), are never in memory at once
+        for kind, rows in driver.drain(self._batch_rows).items():  # containers taken over
             held = self._out.get(kind)
             if held is None:
                 self._out[kind] = rows
@@ -171,7 +177,7 @@ class FlowRunner:
                 held.extend(rows)
             self._out_keys.setdefault(kind, []).extend([self._key] * len(rows))
             self._pending += len(rows)
-        if self._pending >= OUTPUT_BATCH_ROWS:
+        if self._pending >= self._batch_rows:
             self.flush()
 
     # -- one flow ----------------------------------------------------------------------------
@@ -205,6 +211,8 @@ class FlowRunner:
         session_id = driver.open_session_id
         state = driver.end()
         self._collect(driver)
+        while driver.rows_left:
+            self._collect(driver)
         if state is not None:
             self._out.setdefault(STATE_KIND, []).append(
                 {"state": dump_state(state), "session_id": session_id}

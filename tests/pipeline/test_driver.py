@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.driver import ConnectionDriver, DriverConfig
 from pipeline.ingest.records import ACK, FIN, SYN, TcpPacket
+from pipeline.session import ModelOptions
 from pipeline.session.frame_rows import TableRows
 from pipeline.session.rows import TableRow
 from pipeline.spark.flows import STATE_KIND, FlowPassConfig, FlowRunner
@@ -69,7 +71,14 @@ class Flow:
             tables[STATE_KIND] = [{"state": state}]
         return tables
 
-    def run_as_pieces(self, *, close_open: bool = True) -> dict[str, list[TableRow]]:
+    def run_as_pieces(
+        self,
+        *,
+        close_open: bool = True,
+        options: ModelOptions | None = None,
+        sink: SunkRows | None = None,
+        batch_rows: int | None = None,
+    ) -> dict[str, list[TableRow]]:
         """The same packets as one flow piece through the Spark side's FlowRunner."""
         self.path.write_bytes(bytes(self.blob))
         key = flow_key(*CLIENT, *SERVER)
@@ -80,8 +89,11 @@ class Flow:
                 p.ts_ns, p.payload_offset, p.record_offset, p.seq, p.ack, p.payload_len,
                 p.wire_len, p.window, p.flags, reverse, 0,
             )  # fmt: skip
-        held = SunkRows()
-        runner = FlowRunner(FlowPassConfig((str(self.path),), close_open=close_open), held)
+        held = sink or SunkRows()
+        config = FlowPassConfig(
+            (str(self.path),), options=options or ModelOptions(), close_open=close_open
+        )
+        runner = FlowRunner(config, held, batch_rows=batch_rows)
         runner.feed_piece(Piece(key, 0, records))
         runner.close()
         tables: dict[str, list[TableRow]] = {}
@@ -152,6 +164,83 @@ def test_a_flow_piece_through_the_runner_gives_the_same_tables(tmp_path: Path) -
     by_packet = flow.run()
     assert [f["command"] for f in by_packet["frames"]] == ["CONNECT", "SEND"]
     assert flow.run_as_pieces() == by_packet
+
+
+def _lagging_consumer(path: Path, messages: int) -> Flow:
+    """A client-individual consumer that acks none of ``messages`` MESSAGEs, then closes."""
+    flow = Flow(path)
+    flow.packet(True, 100, SYN)
+    flow.packet(False, 900, SYN | ACK, ack=101)
+    client, server = 101, 901
+    connected = b"CONNECTED\nversion:1.2\n\n\x00"
+    subscribe = b"SUBSCRIBE\nid:0\ndestination:/queue/a\nack:client-individual\n\n\x00"
+    for from_client, payload in [(True, CONNECT), (False, connected), (True, subscribe)]:
+        flow.packet(from_client, client if from_client else server, ACK, payload)
+        client, server = (
+            (client + len(payload), server) if from_client else (client, server + len(payload))
+        )
+    for n in range(messages):
+        message = b"MESSAGE\nsubscription:0\nmessage-id:m%d\nack:a%d\n\nbody %d\x00" % (n, n, n)
+        flow.packet(False, server, ACK, message)
+        server += len(message)
+    flow.packet(True, client, FIN | ACK)
+    flow.packet(False, server, FIN | ACK)
+    return flow
+
+
+def _row_dicts(tables: Mapping[str, TableRows], names: tuple[str, ...]) -> dict[str, list[dict]]:
+    return {name: [dict(row) for row in tables.get(name, [])] for name in names}
+
+
+LEFT_UNSETTLED = ("messages", "subscriptions", "sessions", "anomalies")
+
+
+def test_rows_of_messages_left_unsettled_are_drained_a_part_at_a_time(tmp_path: Path) -> None:
+    flow = _lagging_consumer(tmp_path / "payloads", 50)
+    expected = _row_dicts(flow.run(), LEFT_UNSETTLED)  # every row in memory, drained at once
+    assert len(expected["messages"]) == 50
+    assert {m["ack_outcome"] for m in expected["messages"]} == {"none"}
+    spilling = ModelOptions(max_pending_in_memory=5)
+    driver = ConnectionDriver(DriverConfig(options=spilling, close_open=True))
+    for packet, payload in flow.packets:
+        driver.packet(packet, payload, (str(flow.path), packet.record_offset))
+    assert driver.end() is None
+    tables: dict[str, TableRows] = {}
+    parts = []
+    while True:
+        drained = driver.drain(7)
+        parts.append(len(drained.get("messages", [])))
+        for name, rows in drained.items():
+            tables.setdefault(name, []).extend(rows)
+        if not driver.rows_left:
+            break
+    assert max(parts) <= 7 and sum(parts) == 50
+    assert _row_dicts(tables, LEFT_UNSETTLED) == expected
+
+
+def test_the_runner_hands_rows_left_unsettled_to_its_writer_a_batch_at_a_time(
+    tmp_path: Path,
+) -> None:
+    flow = _lagging_consumer(tmp_path / "payloads", 50)
+    expected = _row_dicts(flow.run(), LEFT_UNSETTLED)
+    sink = CountedRows()
+    spilling = ModelOptions(max_pending_in_memory=5)
+    tables = flow.run_as_pieces(options=spilling, sink=sink, batch_rows=7)
+    assert _row_dicts(tables, LEFT_UNSETTLED) == expected
+    batches = [count for kind, count in sink.batches if kind == "messages"]
+    assert sum(batches) == 50 and len(batches) >= 4 and max(batches) <= 2 * 7
+
+
+class CountedRows(SunkRows):
+    """Also the size of each hand-over, by table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[tuple[str, int]] = []
+
+    def __call__(self, kind: str, rows: TableRows, keys: list[str | None]) -> None:
+        self.batches.append((kind, len(rows)))
+        super().__call__(kind, rows, keys)
 
 
 def test_last_acks_of_a_connection_closed_in_an_earlier_batch_make_no_session(

@@ -62,6 +62,51 @@ def test_spilled_messages_are_carried_with_their_keys_as_they_stand() -> None:
     assert [carried.frame_index(s) for s in carried.slots()] == [1, 2, 3]
 
 
+def test_a_carried_message_keeps_the_bytes_it_was_spilled_as() -> None:
+    spilled = SpilledDeliveries()
+    spilled.add(1, 1, 0, ("a1", "m1"), 7, _row(1))
+    spilled.drop_key("a1")
+    blob = spilled._blob(0)  # noqa: SLF001
+    carried = pickle.loads(pickle.dumps(spilled))
+    assert carried._blob(0) == blob  # noqa: SLF001 - not unpickled and pickled again
+    assert carried.read(0)[:2] == (("m1",), 7) and carried.find("a1") == -1
+
+
+def test_rows_are_taken_oldest_first_a_part_at_a_time_and_the_file_goes_with_the_last() -> None:
+    spilled = SpilledDeliveries()
+    for n in range(10):
+        spilled.add(n, n, 0, (f"m{n}",), 1, _row(n))
+    spilled.take(spilled.find("m1"))
+    assert [row.frame_index for row in spilled.take_rows(4)] == [0, 2, 3, 4]
+    assert len(spilled) == 5 and spilled.oldest() == 5
+    assert [row.frame_index for row in spilled.take_rows(4)] == [5, 6, 7, 8]
+    assert [row.frame_index for row in spilled.take_rows(4)] == [9]
+    assert len(spilled) == 0 and spilled._file is None  # noqa: SLF001
+    assert spilled.take_rows(4) == []
+
+
+def _unacked(count: int, *, in_memory: int, mode: str) -> Conversation:
+    """``count`` MESSAGEs to one subscription in ``mode``, none of them acked yet."""
+    talk = Conversation(ModelOptions(max_pending_in_memory=in_memory))
+    talk.handshake()
+    talk.subscribe(5, "0", mode)
+    for n in range(count):
+        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}")
+    return talk
+
+
+def test_a_connection_over_with_spilled_messages_pickles_before_its_rows_are_drained() -> None:
+    talk = _unacked(10, in_memory=3, mode="client")
+    talk.model.finish(100)
+    first = talk.model.drain(4)["messages"]
+    carried = pickle.loads(pickle.dumps(talk.model))
+    assert carried.rows_left
+    rest = carried.drain()["messages"]
+    assert not carried.rows_left
+    assert [m["message_id"] for m in [*first, *rest]] == [f"m{n}" for n in range(10)]
+    assert {m["ack_outcome"] for m in [*first, *rest]} == {"none"}
+
+
 def test_the_file_is_rewritten_without_settled_rows_and_dropped_when_empty(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -147,11 +192,7 @@ def test_spilling_changes_no_row_of_a_lagging_consumer(
 
 
 def test_a_consumer_past_the_rows_kept_in_memory_spills_them_and_resumes() -> None:
-    talk = Conversation(ModelOptions(max_pending_in_memory=10))
-    talk.handshake()
-    talk.subscribe(5, "0", "client-individual")
-    for n in range(100):
-        talk.message(10 + n, "0", f"m{n}", ack=f"a{n}")
+    talk = _unacked(100, in_memory=10, mode="client-individual")
     ledger = talk.model._protocol.ledger
     assert len(ledger.pending) == 10 and len(ledger.spilled) == 90
     assert ledger.pending_bytes() < ledger.held_bytes + 90 * SPILLED_BYTES + 1
