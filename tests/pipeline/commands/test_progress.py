@@ -128,15 +128,27 @@ def test_in_a_log_a_stage_the_run_failed_in_is_stopped_not_done() -> None:
 
 
 @pytest.mark.spark
-def test_spark_jobs_are_counted_from_when_the_tracker_was_made(spark) -> None:
-    spark.range(10).collect()
+def test_spark_jobs_are_counted_from_when_the_tracker_was_made(
+    spark, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for _ in range(5):
+        spark.range(10).collect()
     tracker = SparkTracker(spark)
-    assert tracker.poll().jobs_done == 0
+    asked: list[int] = []  # a round trip to the JVM each
+    job_info = tracker._tracker.getJobInfo
+
+    def counted_job_info(job: int) -> object:
+        asked.append(job)
+        return job_info(job)
+
+    monkeypatch.setattr(tracker._tracker, "getJobInfo", counted_job_info)
+    assert tracker.poll().jobs_done == 0 and asked == []  # not about the jobs before it
     spark.range(10).collect()
     once = tracker.poll().jobs_done
-    assert once >= 1
+    assert once >= 1 and len(asked) == once
     spark.range(10).collect()
     assert tracker.poll().jobs_done == tracker.poll().jobs_done == 2 * once
+    assert len(asked) == 2 * once  # a job seen to succeed is not asked about again
 
 
 def _spark_gone() -> str:
