@@ -2,7 +2,7 @@
 # type, read typed by the protocol state (protocol.pxd).
 
 cdef class DeliveryLedger:
-    cdef public dict active, by_destination, by_key
+    cdef public dict active, by_destination, by_key, spilled_numbers
     cdef public object pending, unacked, recent_ids, spilled
     cdef public list spilled_subscriptions
     cdef public Py_ssize_t held_bytes

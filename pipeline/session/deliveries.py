@@ -10,7 +10,8 @@ The newest unsettled deliveries are `Delivery` objects holding their rows; past
 and a compact record stays (`pipeline.session.spilled`). Spilled deliveries are all older than
 the others, and are found, settled, given up and closed as they would be in memory: a key names
 the latest delivery given it, in memory or spilled, and a cumulative ACK settles the spilled ones
-of its subscription before those in memory.
+of its subscription before those in memory. When the connection ends, the rows of those still
+unsettled are handed over as `UnsettledRows`, the spilled ones read back a batch at a time.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ class DeliveryLedger:
         "held_bytes",
         "spilled",
         "spilled_subscriptions",
+        "spilled_numbers",
     )
 
     def __init__(self) -> None:
@@ -169,12 +171,18 @@ class DeliveryLedger:
         # the oldest unsettled deliveries, past `spill_oldest`'s bound, with their rows on disk
         self.spilled = SpilledDeliveries()
         self.spilled_subscriptions: list[Subscription] = []  # by their number in `spilled`
+        # their numbers by id(); not carried (the ids are this process's), made again from the
+        # list (which holds each, so no id is reused while it is here)
+        self.spilled_numbers: dict[int, int] = {}
 
     def __getstate__(self) -> tuple[None, dict[str, object]]:
-        return slot_values(self)
+        none, state = slot_values(self)
+        del state["spilled_numbers"]
+        return none, state
 
     def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
         set_slot_values(self, state)
+        self.spilled_numbers = {}
         if getattr(self, "recent_ids", None) is None:  # carried by a release without it
             self.recent_ids = OrderedDict()
         if "held_bytes" not in state[1]:  # nor these: counted from now on
@@ -184,6 +192,8 @@ class DeliveryLedger:
         if "spilled" not in state[1]:  # nor these
             self.spilled = SpilledDeliveries()
             self.spilled_subscriptions = []
+        for number, subscription in enumerate(self.spilled_subscriptions):
+            self.spilled_numbers[id(subscription)] = number
 
     def pending_count(self) -> int:
         """Unsettled deliveries, in memory and spilled."""
@@ -229,21 +239,19 @@ class DeliveryLedger:
             )
 
     def _subscription_number(self, subscription: Subscription) -> int:
-        numbered = self.spilled_subscriptions
-        for number, spilled_for in enumerate(numbered):
-            if spilled_for is subscription:
-                return number
-        numbered.append(subscription)
-        return len(numbered) - 1
+        numbers = self.spilled_numbers
+        number = numbers.get(id(subscription), -1)
+        if number < 0:
+            number = numbers[id(subscription)] = len(self.spilled_subscriptions)
+            self.spilled_subscriptions.append(subscription)
+        return number
 
     def _spilled_number(self, subscription: Subscription) -> int:
         """The number of ``subscription`` in `spilled`, or -1 when none of it is there."""
         if not self.spilled:
             return -1
-        for number, spilled_for in enumerate(self.spilled_subscriptions):
-            if spilled_for is subscription:
-                return number if self.spilled.count(number) else -1
-        return -1
+        number = self.spilled_numbers.get(id(subscription), -1)
+        return number if number >= 0 and self.spilled.count(number) else -1
 
     def _take_spilled(self, slot: int) -> SpilledDelivery:
         delivery = self._spilled_delivery(slot)
@@ -416,6 +424,7 @@ class DeliveryLedger:
         self.unacked += len(unsettled)
         self.spilled = SpilledDeliveries()
         self.spilled_subscriptions = []
+        self.spilled_numbers = {}
         self.pending.clear()
         self.by_key.clear()
         self.held_bytes = 0

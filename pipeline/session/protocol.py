@@ -124,7 +124,9 @@ class ProtocolState:
             spilled = ledger.spilled_count(subscription)
             rows["subscriptions"].append(subscription.row(session_id, "session_end", spilled))
         ledger.active.clear()
-        self.out.unsettled = ledger.close()
+        unsettled = ledger.close()
+        if len(unsettled):
+            self.out.unsettled = unsettled
         missing = self.receipts.close()
         counts["receipts_missing"] += len(missing)
         rows["receipts"].extend(missing)
