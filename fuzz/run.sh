@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run one fuzz target under atheris for SECONDS, on the sanitizer build (fuzz/build.sh) when it
 # is there, continuing from the kept corpus fuzz/corpus/TARGET; then minimize what the run found
-# together with the kept corpus back into it (libFuzzer's -merge=1), and append the session's
-# figures to fuzz/sessions.tsv. Usage: fuzz/run.sh TARGET SECONDS   (e.g. fuzz/run.sh decoder 600)
+# together with the kept corpus back into it (libFuzzer's -merge=1; on the normal build, only
+# add to it), and append the session's figures to fuzz/sessions.tsv. Usage: fuzz/run.sh TARGET SECONDS   (e.g. fuzz/run.sh decoder 600)
 # PLAIN=1 runs on the normal build (no sanitizer, no coverage of the compiled code).
 # KEEP=0 leaves the kept corpus and fuzz/sessions.tsv alone (a check, as in CI).
 # SESSION=NAME runs a second session of a target beside the first (one a core), in a work
@@ -59,8 +59,17 @@ crashes=$(grep -c -E "^==[0-9]+==ERROR|runtime error:|Uncaught Python exception"
 if [[ "${KEEP:-1}" != 0 ]]; then
     exec 9> "$ROOT/work/fuzz/$target.lock"
     flock 9  # one merge of a target's corpus at a time
+    if [[ $build == plain ]]; then
+        # this build's coverage is our Python code's alone: the kept inputs stay, all of them (a
+        # minimization here would drop those kept for the compiled code's edges), and the new
+        # ones that add to them are added
+        cp -a "$kept/." "$work/merged/"
+        sources=(--also "$work/new")
+    else
+        sources=(--also "$kept" --also "$work/new")
+    fi
     "$PYTHON" -m "$module" --engine atheris --merge --rss-limit-mb 3072 --corpus "$work/merged" \
-        --also "$kept" --also "$work/new" > "$log.merge" 2>&1 || {
+        "${sources[@]}" > "$log.merge" 2>&1 || {
         echo "fuzz/run.sh: merge failed (log: $log.merge); kept corpus unchanged" >&2
         exit 1
     }
