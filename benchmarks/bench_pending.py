@@ -7,7 +7,9 @@ One connection: CONNECT, a client-individual SUBSCRIBE, then MESSAGEs of small J
 compiled SessionModel in 64 KiB chunks, the rows drained as the flow pass drains them; a child
 process a case. Reported: seconds and frames/s, the RSS the model adds while the consumer lags
 (measured just before the connection ends), and the peak the process adds, which comes at the
-end, when the MESSAGEs still unsettled become rows (a writer's batch at a time).
+end, when the MESSAGEs still unsettled become rows (a writer's batch at a time). A third case
+carries the lagging connection to a next run first (`pipeline.spark.carried_state`: its state
+cut into rows and read back a row at a time, as Spark hands them), then ends it.
 
     .venv/bin/python -m benchmarks.bench_pending [--messages 1000000] [--lag 500000]
         [--in-memory 10000] [--out DIR]
@@ -86,12 +88,14 @@ def rss_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def child(in_memory: int, messages: int, lag: int) -> dict[str, Any]:
-    """One case (``max_pending_in_memory``) in this process: the figures as a dict."""
+def child(in_memory: int, messages: int, lag: int, carry: bool = False) -> dict[str, Any]:
+    """One case (``max_pending_in_memory``, whether the connection is carried to a next run
+    before it ends) in this process: the figures as a dict."""
     import gc
     import resource
 
     from pipeline.session import Endpoint, ModelOptions, SessionModel
+    from pipeline.spark.carried_state import StateReader, dump_state
     from pipeline.spark.flows import OUTPUT_BATCH_ROWS
 
     options = ModelOptions(
@@ -116,6 +120,17 @@ def child(in_memory: int, messages: int, lag: int) -> dict[str, Any]:
         ts += 1_000_000
         model.drain()
     lagging_rss = rss_mb()
+    carried = {"state_rows": 0, "state_mb": 0.0}
+    if carry:
+        state = dump_state(model)  # type: ignore[arg-type]  # the model stands for the driver's
+        del model
+        reader = StateReader()
+        for chunk in state.chunks():
+            reader.add(chunk)
+            carried["state_rows"] += 1
+            carried["state_mb"] += len(chunk) / 1e6
+        del state, chunk
+        model = reader.load()  # type: ignore[assignment]
     model.finish(ts)
     rows = model.drain(OUTPUT_BATCH_ROWS)
     (session,) = rows["sessions"]
@@ -124,11 +139,13 @@ def child(in_memory: int, messages: int, lag: int) -> dict[str, Any]:
     del rows
     seconds = time.perf_counter() - started
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    case = "rows in memory" if in_memory == ALL_IN_MEMORY else f"rows spilled past {in_memory:,}"
     return {
-        "case": (
-            "rows in memory" if in_memory == ALL_IN_MEMORY else f"rows spilled past {in_memory:,}"
-        ),
+        "case": case + (", carried to a next run" if carry else ""),
         "max_pending_in_memory": in_memory,
+        "carried": carry,
+        "state_rows": carried["state_rows"],
+        "state_mb": round(carried["state_mb"], 1),
         "frames": frames,
         "seconds": round(seconds, 2),
         "frames_per_s": round(frames / seconds),
@@ -141,12 +158,13 @@ def child(in_memory: int, messages: int, lag: int) -> dict[str, Any]:
 
 
 def run(messages: int, lag: int, in_memory: int, out: Path) -> list[dict[str, Any]]:
-    """The two cases, each in a child process: every row in memory, and ``in_memory`` rows."""
+    """The cases, each in a child process: every row in memory, ``in_memory`` rows, and the
+    same carried to a next run before the connection ends."""
     results = []
-    for case in (ALL_IN_MEMORY, in_memory):
+    for case, carry in ((ALL_IN_MEMORY, False), (in_memory, False), (in_memory, True)):
         done = subprocess.run(
             [sys.executable, "-m", "benchmarks.bench_pending", "--child", str(case),
-             "--messages", str(messages), "--lag", str(lag)],
+             "--messages", str(messages), "--lag", str(lag), *(["--carry"] if carry else [])],
             check=True, capture_output=True, text=True,
             cwd=Path(__file__).resolve().parents[1],
         )  # fmt: skip
@@ -166,7 +184,7 @@ def run(messages: int, lag: int, in_memory: int, out: Path) -> list[dict[str, An
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
-        "# A lagging consumer: unsettled MESSAGEs' rows in memory vs spilled to disk",
+        "# A lagging consumer: unsettled MESSAGEs' rows in memory vs spilled to disk, and carried",
         "",
         f"One connection, {report['messages']:,} MESSAGEs (small JSON bodies, 8 headers) to a "
         f"client-individual subscription, each ACKed {report['lag']:,} MESSAGEs after its "
@@ -189,7 +207,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"{case['frames_per_s']:,} | {case['unsettled_at_end']:,} | "
             f"{case['lagging_added_mb']:,} MB | {case['peak_added_mb']:,} MB |"
         )
-    memory, spilled = report["cases"]
+    memory, spilled, carried = report["cases"]
+    lines += [
+        "",
+        f"Carried: the connection's state went to {carried['state_rows']:,} rows, "
+        f"{carried['state_mb']:,} MB in all (the spilled rows' bytes in rows of at most 8 MB "
+        "after the pickle's), each handed on before the next is read.",
+    ]
     if spilled["lagging_added_mb"] > 0:
         ratio = memory["lagging_added_mb"] / spilled["lagging_added_mb"]
         lines += [
@@ -207,9 +231,10 @@ def main() -> None:
     parser.add_argument("--in-memory", type=int, default=10_000, help="max_pending_in_memory")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--carry", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.messages, args.lag)))
+        print(json.dumps(child(args.child, args.messages, args.lag, args.carry)))
         return
     for case in run(args.messages, args.lag, args.in_memory, args.out):
         print(json.dumps(case))

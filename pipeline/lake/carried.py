@@ -1,12 +1,13 @@
 """State of connections still open at the end of a batch, carried to the next batch.
 
-Each batch writes its state to `_state/connections/<batch_id>/`: Parquet parts (flow_key,
-state) from Spark, then `_manifest.json` listing every part with its size, XXH3-128 and row
-count (no parts: no connection was left open, an empty state, which is valid). Once the ledger
-has recorded the batch, `_state/connections/current.json` is replaced atomically to name the
-batch and the XXH3-128 of its manifest, so a batch re-run after a crash starts from the same
-state as its first attempt. The first pointer a lake gets also leaves
-`_state/carried-since.json`, which outlives a deleted `current.json` or `connections/` folder.
+Each batch writes its state to `_state/connections/<batch_id>/`: Parquet parts (flow_key, state,
+record_offset: a row per chunk of a connection's state) from Spark, then `_manifest.json`
+listing every part with its size, XXH3-128 and row count (no parts: no connection was left open,
+an empty state, which is valid). Once the ledger has recorded the batch,
+`_state/connections/current.json` is replaced atomically to name the batch and the XXH3-128 of
+its manifest, so a batch re-run after a crash starts from the same state as its first attempt.
+The first pointer a lake gets also leaves `_state/carried-since.json`, which outlives a deleted
+`current.json` or `connections/` folder.
 
 Damage (`check_carried`, and `read_carried`, which refuses rather than read damaged state as
 none): `current.json` missing while the lake carried state before (`carried-since.json` is
@@ -105,27 +106,35 @@ def current_state(lake: Lake) -> CarriedState | None:
 
 
 def read_carried(spark: SparkSession, lake: Lake) -> DataFrame | None:
-    """Carried state rows (record_type='state', flow_key, state), or None when there are none;
-    DamagedLake when the state is damaged (never read as none)."""
+    """Carried state rows (record_type='state', flow_key, state, record_offset), or None when
+    there are none; DamagedLake when the state is damaged (never read as none)."""
     from pyspark.sql import functions as F
 
     state = _verified(lake)
     if state is None or not state.parts:
         return None
-    return spark.read.parquet(*(str(part) for part in state.parts)).select(
-        F.lit("state").alias("record_type"), "flow_key", "state"
+    rows = spark.read.parquet(*(str(part) for part in state.parts))
+    # a row per chunk of a connection's state, in order; an earlier release wrote one a
+    # connection, without the column, and its state is refused as incompatible when read
+    order = F.col("record_offset") if "record_offset" in rows.columns else F.lit(0)
+    return rows.select(
+        F.lit("state").alias("record_type"),
+        "flow_key",
+        "state",
+        order.cast("long").alias("record_offset"),
     )
 
 
 def write_carried(state_rows: DataFrame | None, lake: Lake, batch_id: str) -> None:
-    """The batch's state rows (flow_key, state), or no rows (None: no connection was left
-    open, known without a Spark job), then the folder's manifest."""
+    """The batch's state rows (flow_key, state, record_offset), or no rows (None: no connection
+    was left open, known without a Spark job), then the folder's manifest."""
     folder = _root(lake) / batch_id
     if state_rows is None:
         shutil.rmtree(folder, ignore_errors=True)  # as the writer's overwrite
         make_private_dir(folder, SECRET_DIR_MODE)
     else:
-        state_rows.select("flow_key", "state").write.mode("overwrite").parquet(str(folder))
+        rows = state_rows.select("flow_key", "state", "record_offset")
+        rows.write.mode("overwrite").parquet(str(folder))
     _make_secret(folder)
     parts = [
         {"file": part.name, "size": part.stat().st_size, HASH: _digest(part), "rows": _rows(part)}

@@ -18,15 +18,16 @@ class ModelOptions:
     login_hash_key: bytes | None = None  # set => login replaced by hmac-sha256(key, login) hex
     late_thresholds: tuple[float, ...] = (1.0, 1.5, 2.0)  # -> late_1x, late_1_5x, late_2x
     lenient: bool = False  # decoder accepts the early protocol form (see pipeline.stomp)
-    # unsettled MESSAGEs kept per connection before the oldest is given up (`pending_overflow`);
-    # at the connection's end, or when it is carried to the next run, their rows are read back
-    # into memory all at once: the bound of that moment too
-    max_pending_messages: int = 100_000
+    # unsettled MESSAGEs kept per connection before the oldest is given up (`pending_overflow`)
+    max_pending_messages: int = 1_000_000
     # and the memory they may hold per connection (`DeliveryLedger.pending_bytes`): with full
-    # bodies or previews of large messages, the count alone would bound nothing
-    max_pending_bytes: int = 64 << 20
+    # bodies or previews of large messages, the count alone would bound nothing. A million
+    # small ones fit: 10,000 rows in memory, the rest spilled at 128 bytes each
+    max_pending_bytes: int = 160 << 20
     # of them, how many keep their rows in memory: the rows of older ones are spilled to disk,
-    # a record of 128 bytes each left in memory (`pipeline.session.spilled`)
+    # a record of 128 bytes each left in memory (`pipeline.session.spilled`), their rows read
+    # back a batch at a time when the connection ends, and carried to the next run beside its
+    # state (`pipeline.spark.carried_state`)
     max_pending_in_memory: int = 10_000
 
     def __post_init__(self) -> None:

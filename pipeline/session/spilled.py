@@ -21,6 +21,7 @@ import pickle
 import struct
 import tempfile
 from array import array
+from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING
 
 from pipeline.session.key_index import key_hash, new_key_index
@@ -92,20 +93,26 @@ class SpilledDeliveries:
         return self._counts.get(subscription, 0)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        # carried with the connection: each row comes into the pickle as the bytes it was
-        # spilled as (a few hundred bytes, not the row's objects), and the file and the index
-        # are made again where the connection resumes
-        records = [
-            (
-                self.frame_index(slot),
-                self.delivered_ns(slot),
-                self.subscription(slot),
-                self._blob(slot),
-                tuple(self._dropped.get(slot, ())),
-            )
-            for slot in self.slots()
-        ]
-        return _restore, (records,)
+        # carried with the connection: the records in arrays, and the rows as the bytes they
+        # were spilled as, end to end in a `SpillPayload` of their own, which the carried state
+        # moves in chunks beside its pickle (`pipeline.spark.carried_state`): however many
+        # MESSAGEs are spilled, their rows are not in memory at once. The file and the index
+        # are made again where the connection resumes.
+        payload = SpillPayload()
+        frame_index, delivered_ns = array("q"), array("q")
+        subscription, length = array("i"), array("i")
+        dropped: dict[int, tuple[str, ...]] = {}
+        for slot in self.slots():
+            blob = self._blob(slot)
+            gone = self._dropped.get(slot)
+            if gone:
+                dropped[len(length)] = tuple(sorted(gone))
+            frame_index.append(self.frame_index(slot))
+            delivered_ns.append(self.delivered_ns(slot))
+            subscription.append(self.subscription(slot))
+            length.append(len(blob))
+            payload.append(blob)
+        return _restore, (frame_index, delivered_ns, subscription, length, dropped, payload)
 
     def add(
         self,
@@ -128,13 +135,19 @@ class SpilledDeliveries:
         if self._file is None:
             self._file = _new_file()
         os.pwrite(self._file.fileno(), blob, self._end)
+        return self._add_record(frame_index, delivered_ns, subscription, keys, len(blob))
+
+    def _add_record(
+        self, frame_index: int, delivered_ns: int, subscription: int, keys: Keys, length: int
+    ) -> int:
+        """The record of a row just written at the end of the file."""
         slot = self._base + len(self._length)
         self._frame_index.append(frame_index)
         self._delivered_ns.append(delivered_ns)
         self._subscription.append(subscription)
         self._offset.append(self._end)
-        self._length.append(len(blob))
-        self._end += len(blob)
+        self._length.append(length)
+        self._end += length
         self._count += 1
         self._counts[subscription] = self._counts.get(subscription, 0) + 1
         for key in keys:
@@ -327,13 +340,79 @@ def _header_of(blob: bytes) -> tuple[Keys, int, int]:
 
 
 def _restore(
-    records: list[tuple[int, int, int, bytes, tuple[str, ...]]],
+    frame_index: array,
+    delivered_ns: array,
+    subscription: array,
+    length: array,
+    dropped: dict[int, tuple[str, ...]],
+    payload: SpillPayload,
 ) -> SpilledDeliveries:
+    """The spilled MESSAGEs of a carried connection, their rows in ``payload``'s file, which
+    becomes theirs."""
     spilled = SpilledDeliveries()
-    for frame_index, delivered_ns, subscription, blob, dropped in records:
+    spilled._file = payload.take_file()
+    offset = 0
+    for at in range(len(length)):
+        assert spilled._file is not None
+        blob = os.pread(spilled._file.fileno(), length[at], offset)
+        offset += length[at]
         keys, _, _ = _header_of(blob)
-        kept = tuple(key for key in keys if key not in dropped)
-        slot = spilled._add_blob(frame_index, delivered_ns, subscription, kept, blob)
-        if dropped:
-            spilled._dropped[slot] = set(dropped)
+        gone = dropped.get(at, ())
+        kept = tuple(key for key in keys if key not in gone)
+        slot = spilled._add_record(
+            frame_index[at], delivered_ns[at], subscription[at], kept, length[at]
+        )
+        if gone:
+            spilled._dropped[slot] = set(gone)
+    if not spilled._count and spilled._file is not None:
+        spilled._file.close()
+        spilled._file = None
     return spilled
+
+
+class SpillPayload:
+    """Rows of spilled MESSAGEs on their way to the next run: their bytes end to end in an
+    unnamed file (none while empty). `pipeline.spark.carried_state` carries the bytes in chunks
+    beside the state's pickle; pickled alone, the payload is its bytes."""
+
+    __slots__ = ("_file", "size")
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self.size = 0
+
+    def append(self, data: bytes) -> None:
+        if self._file is None:
+            self._file = _new_file()
+        os.pwrite(self._file.fileno(), data, self.size)
+        self.size += len(data)
+
+    def chunks(self, limit: int) -> Iterator[bytes]:
+        """Its bytes, ``limit`` at most at a time."""
+        for start in range(0, self.size, limit):
+            yield self.read(start, min(limit, self.size - start))
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self._file is None:
+            return b""
+        return os.pread(self._file.fileno(), length, offset)
+
+    def take_file(self) -> IO[bytes] | None:
+        """The file, now the caller's to close."""
+        file, self._file = self._file, None
+        return file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return _payload_of, (self.read(0, self.size),)
+
+
+def _payload_of(data: bytes) -> SpillPayload:
+    payload = SpillPayload()
+    if data:
+        payload.append(data)
+    return payload

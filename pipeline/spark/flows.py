@@ -6,8 +6,8 @@ one flow's pieces arrive together and in order, so memory holds the pieces of on
 overlap in time and one connection's reassembly and decoder state, never the connection's bytes.
 Each task writes the table rows it makes as Parquet itself, into the batch's staging folders
 (`table_files`: rows never cross into the JVM), and outputs only a row per file it wrote
-(`_file`), one of counters (`_counters`) and one per connection still open (`_state`, its
-carried state).
+(`_file`), one of counters (`_counters`) and those of each connection still open (`_state`,
+its carried state: `pipeline.spark.carried_state`, a row per chunk in ``record_offset`` order).
 """
 
 from __future__ import annotations
@@ -29,7 +29,13 @@ from pipeline.process import fewer_collections, give_back_memory
 from pipeline.session import ModelOptions
 from pipeline.session.frame_rows import FrameRows, TableRows
 from pipeline.session.rows import TableRow
-from pipeline.spark.carried_state import dump_state, load_state
+from pipeline.spark.carried_state import (
+    CHUNK_BYTES,
+    CarriedChunks,
+    StateReader,
+    dump_state,
+    load_state,
+)
 from pipeline.spark.packet_loop import packet_loop
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack_column
@@ -108,6 +114,7 @@ class FlowRunner:
         self._feed_packets = packet_loop()
         self._key: str | None = None
         self._driver: ConnectionDriver | None = None
+        self._carried: StateReader | None = None  # state rows of the flow, before its pieces
         self._merger = PieceMerger()
         self._ends: tuple[str, int, str, int] = ("", 0, "", 0)
         self._out: dict[str, TableRows] = {}
@@ -139,18 +146,25 @@ class FlowRunner:
             else:
                 self.feed_piece(Piece(key, file_id, piece))
 
-    def resume(self, key: str, state: bytes) -> None:
-        """A connection carried from an earlier batch: comes before the flow's pieces."""
+    def resume(self, key: str, state: bytes | CarriedChunks) -> None:
+        """A connection carried from an earlier batch, before the flow's pieces: its state rows'
+        bytes, a row at a time in order, or its state as `dump_state` made it."""
         if key != self._key:
             self._end_flow()
             self._start_flow(key)
-        self._driver = ConnectionDriver(self._driver_config, load_state(state))
+        if isinstance(state, CarriedChunks):
+            self._driver = ConnectionDriver(self._driver_config, load_state(state))
+            return
+        if self._carried is None:
+            self._carried = StateReader()
+        self._carried.add(state)
 
     def feed_piece(self, piece: Piece) -> None:
         """One piece of the current flow (pieces in order of `Piece.first`)."""
         if piece.key != self._key:
             self._end_flow()
             self._start_flow(piece.key)
+        self._resume_carried()
         self._feed(self._merger.add(piece))
 
     def close(self) -> None:
@@ -186,6 +200,13 @@ class FlowRunner:
         self.flows += 1
         self._ends = key_ends(key)
         self._driver = None
+        self._carried = None
+
+    def _resume_carried(self) -> None:
+        """The carried state's rows have all come: the connection goes on from it."""
+        if self._carried is not None:
+            reader, self._carried = self._carried, None
+            self._driver = ConnectionDriver(self._driver_config, reader.load())
 
     def _feed(self, packets: np.ndarray) -> None:
         for start in range(0, len(packets), COLLECT_PACKETS):
@@ -203,6 +224,7 @@ class FlowRunner:
     def _end_flow(self) -> None:
         if self._key is None:
             return
+        self._resume_carried()
         self._feed(self._merger.finish())
         driver = self._driver
         self._driver = None
@@ -222,9 +244,10 @@ class FlowRunner:
 
 def output_schema() -> pa.Schema:
     fields = [pa.field("kind", pa.string()), pa.field("flow_key", pa.string())]
-    # on a state row: a connection still open, pickled, and its session, whose rows may
-    # precede its `sessions` row
-    fields += [pa.field("state", pa.binary()), pa.field("open_session_id", pa.string())]
+    # on a state row: a chunk of the state of a connection still open, its number among them,
+    # and on the first, its session, whose rows may precede its `sessions` row
+    fields += [pa.field("state", pa.binary()), pa.field("record_offset", pa.int64())]
+    fields += [pa.field("open_session_id", pa.string())]
     # on a file row: a Parquet file the pass wrote (table, path in its staging folder, rows);
     # on a counters row: what the task saw go into the tables, as JSON
     fields += [pa.field("table", pa.string()), pa.field("path", pa.string())]
@@ -251,7 +274,7 @@ def _partition(
     )
     counters = RunCounters()
 
-    states: list[pa.RecordBatch] = []
+    states: list[tuple[list[TableRow], list[str | None]]] = []
 
     def sink(kind: str, rows: TableRows, keys: list[str | None]) -> None:
         if kind != STATE_KIND:
@@ -259,16 +282,18 @@ def _partition(
             writer.add(kind, rows)
         elif rows:
             counters.carried += len(rows)
-            states.append(_state_batch(schema, list(rows), keys))
+            states.append((list(rows), keys))
 
     runner = FlowRunner(config, sink)
     for batch in batches:
         runner.feed_batch(batch)
         runner.flush()
-        yield from states
+        for rows, keys in states:
+            yield from _state_batches(schema, rows, keys)
         states.clear()
     runner.close()
-    yield from states
+    for rows, keys in states:
+        yield from _state_batches(schema, rows, keys)
     written = writer.close()
     if task_counters is not None:
         frames = sum(counters.frames_by_command.values())
@@ -307,13 +332,36 @@ class RunCounters:
         )
 
 
-def _state_batch(schema: pa.Schema, rows: list[TableRow], keys: list[str | None]) -> pa.RecordBatch:
-    n = len(rows)
+def _state_batches(
+    schema: pa.Schema, rows: list[TableRow], keys: list[str | None]
+) -> Iterator[pa.RecordBatch]:
+    """The state rows of connections carried (`dump_state`'s chunks, read as they go), in
+    batches of about `CHUNK_BYTES`."""
+    held: dict[str, list] = {"flow_key": [], "state": [], "record_offset": [], "session": []}
+    size = 0
+    for row, key in zip(rows, keys, strict=True):
+        for number, chunk in enumerate(row["state"].chunks()):
+            held["flow_key"].append(key)
+            held["state"].append(chunk)
+            held["record_offset"].append(number)
+            held["session"].append(row["session_id"] if number == 0 else None)
+            size += len(chunk)
+            if size >= CHUNK_BYTES:
+                yield _state_batch(schema, held)
+                held = {name: [] for name in held}
+                size = 0
+    if held["state"]:
+        yield _state_batch(schema, held)
+
+
+def _state_batch(schema: pa.Schema, held: dict[str, list]) -> pa.RecordBatch:
+    n = len(held["state"])
     columns = {name: pa.nulls(n, schema.field(name).type) for name in schema.names}
     columns["kind"] = pa.array([STATE_KIND] * n, pa.string())
-    columns["flow_key"] = pa.array(keys, pa.string())
-    columns["state"] = pa.array([r["state"] for r in rows], pa.binary())
-    columns["open_session_id"] = pa.array([r["session_id"] for r in rows], pa.string())
+    columns["flow_key"] = pa.array(held["flow_key"], pa.string())
+    columns["state"] = pa.array(held["state"], pa.binary())
+    columns["record_offset"] = pa.array(held["record_offset"], pa.int64())
+    columns["open_session_id"] = pa.array(held["session"], pa.string())
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline.lake import Lake, list_tables, read_table
-from pipeline.runner import RunConfig, run
+from pipeline.runner import RunConfig, RunResult, run
 from tests.support.paths import SAMPLES
 
 pytestmark = pytest.mark.spark
@@ -121,35 +123,92 @@ def _table_contents(spark, lake: Lake, table: str) -> list[tuple]:
     return sorted(tuple(str(v) for v in row) for row in frame.collect())
 
 
-def test_connections_split_across_two_runs_equal_one_run(spark, tmp_path) -> None:
-    from tests.support.split_capture import split_by_time
-
-    source = SAMPLES / "activemq-heartbeat-v10.pcap"
-    first, second = split_by_time(source, tmp_path / "parts")
+def _one_run_and_two(
+    tmp_path: Path,
+    whole_input: Path,
+    first: Path,
+    second: Path,
+    between: Callable[[Lake, RunResult], None],
+    **options: Any,
+) -> tuple[Lake, Lake]:
+    """A lake of one run over ``whole_input``, and one of a run over ``first`` (connections
+    still open carried; validated: rows of connections still open must count as known
+    sessions), looked at with ``between``, then one over ``second`` as well."""
     whole = Lake(tmp_path / "whole")
     run(
-        RunConfig(inputs=[source], lake=whole.root, close_open=True, validate=VALIDATE),
+        RunConfig(inputs=[whole_input], lake=whole.root, close_open=True, **options),
         progress=lambda _: None,
     )
-
     parts = Lake(tmp_path / "parts-lake")
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     shutil.copy(first, inbox)
     carried = run(
-        # validated: rows of connections still open must count as known sessions
-        RunConfig(inputs=[inbox], lake=parts.root, validate=True),
+        RunConfig(inputs=[inbox], lake=parts.root, **{**options, "validate": True}),
         progress=lambda _: None,
     )
-    assert carried.counts["sessions"] < 3  # connections still open were carried, not ended
+    between(parts, carried)
     shutil.copy(second, inbox)
     run(
-        RunConfig(inputs=[inbox], lake=parts.root, close_open=True, validate=VALIDATE),
+        RunConfig(inputs=[inbox], lake=parts.root, close_open=True, **options),
         progress=lambda _: None,
     )
+    return whole, parts
 
+
+def test_connections_split_across_two_runs_equal_one_run(spark, tmp_path) -> None:
+    from tests.support.split_capture import split_by_time
+
+    source = SAMPLES / "activemq-heartbeat-v10.pcap"
+    first, second = split_by_time(source, tmp_path / "parts")
+
+    def carried(_lake: Lake, result: RunResult) -> None:
+        assert result.counts["sessions"] < 3  # connections still open were carried, not ended
+
+    whole, parts = _one_run_and_two(tmp_path, source, first, second, carried, validate=VALIDATE)
     for table in ("sessions", "frames", "heartbeats", "messages", "acks", "receipts"):
         assert _table_contents(spark, parts, table) == _table_contents(spark, whole, table), table
+
+
+def test_a_lagging_consumer_carried_with_its_spilled_messages_equals_one_run(
+    spark, tmp_path
+) -> None:
+    # the state carried between the runs holds the spilled rows in a row of their own, which
+    # must follow the pickle's row through Spark's write, read and sort
+    from pipeline.session import ModelOptions
+    from tests.support import pcapgen as g
+
+    chunks = [
+        g.Chunk(True, b"CONNECT\naccept-version:1.2\nhost:/\n\n\x00"),
+        g.Chunk(False, b"CONNECTED\nversion:1.2\n\n\x00"),
+        g.Chunk(True, b"SUBSCRIBE\nid:0\ndestination:/queue/a\nack:client-individual\n\n\x00"),
+    ]
+    for n in range(400):  # acked 300 MESSAGEs late, the last 100 never
+        message = b"MESSAGE\nsubscription:0\nmessage-id:m%d\nack:a%d\n\n%d\x00" % (n, n, n)
+        chunks.append(g.Chunk(False, message))
+        if n >= 300:
+            chunks.append(g.Chunk(True, b"ACK\nid:a%d\n\n\x00" % (n - 300)))
+    talk = g.Conversation(("10.0.0.1", 40000), ("10.1.0.1", 61613), chunks)
+    packets = g.generate([talk]).packets
+
+    def carried(lake: Lake, result: RunResult) -> None:
+        assert result.counts["sessions"] == 0
+        state = spark.read.parquet(str(lake.state_dir / "connections" / str(result.batch_id)))
+        offsets = sorted(row.record_offset for row in state.collect())
+        assert offsets == [0, 1]  # the pickle, then the rows
+
+    whole, parts = _one_run_and_two(
+        tmp_path,
+        g.write_pcap(tmp_path / "whole.pcap", packets),
+        g.write_pcap(tmp_path / "a.pcap", packets[: len(packets) // 2]),
+        g.write_pcap(tmp_path / "b.pcap", packets[len(packets) // 2 :]),
+        carried,
+        options=ModelOptions(max_pending_in_memory=20),
+        validate=VALIDATE,
+    )
+    for table in ("sessions", "frames", "messages", "acks", "subscriptions", "anomalies"):
+        assert _table_contents(spark, parts, table) == _table_contents(spark, whole, table), table
+    assert len(_table_contents(spark, whole, "messages")) == 400
 
 
 def test_summary_counts_frames_by_direction_and_command(tmp_path) -> None:

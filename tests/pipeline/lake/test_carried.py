@@ -32,8 +32,11 @@ def _modes(root: Path) -> dict[str, int]:
 @pytest.mark.spark
 def test_state_is_written_private_and_read_back(spark, lake: Lake) -> None:
     rows = spark.createDataFrame(
-        [("10.0.0.1|40000|10.0.0.2|61613", b"pickled state with passcode:pw")],
-        "flow_key string, state binary",
+        [
+            ("10.0.0.1|40000|10.0.0.2|61613", b"pickled state with passcode:pw", 0),
+            ("10.0.0.1|40000|10.0.0.2|61613", b"its spilled rows", 1),
+        ],
+        "flow_key string, state binary, record_offset long",
     )
     carried.write_carried(rows, lake, "b-1")
     carried.advance(lake, "b-1")
@@ -46,8 +49,9 @@ def test_state_is_written_private_and_read_back(spark, lake: Lake) -> None:
         assert mode == expected, f"{oct(mode)} {name}"
     back = carried.read_carried(spark, lake)
     assert back is not None
-    assert [(r.record_type, r.state) for r in back.collect()] == [
-        ("state", b"pickled state with passcode:pw")
+    assert sorted((r.record_offset, r.record_type, r.state) for r in back.collect()) == [
+        (0, "state", b"pickled state with passcode:pw"),
+        (1, "state", b"its spilled rows"),
     ]
 
 
@@ -63,7 +67,8 @@ def test_a_lake_made_before_keeps_its_state_folder_private(lake: Lake) -> None:
 @pytest.mark.spark
 def test_a_batch_that_leaves_no_connection_open_carries_no_state(spark, lake: Lake) -> None:
     rows = spark.createDataFrame(
-        [("10.0.0.1|40000|10.0.0.2|61613", b"s")], "flow_key string, state binary"
+        [("10.0.0.1|40000|10.0.0.2|61613", b"s", 0)],
+        "flow_key string, state binary, record_offset long",
     )
     carried.write_carried(rows, lake, "b-1")  # a first attempt, then the batch again without
     carried.write_carried(None, lake, "b-1")
