@@ -142,8 +142,9 @@ def run_flows(
     packets as one flow piece."""
     held = SunkRows()
     runner = FlowRunner(FlowPassConfig((path,), close_open=close_open), held)
-    for row in carried:
-        runner.resume(row["flow_key"], row["state"])
+    for row in carried:  # a row at a time, as the state rows come through Spark
+        for chunk in row["state"].chunks():
+            runner.resume(row["flow_key"], chunk)
     builder = PieceBuilder(0)
     for packet in items:
         builder.add(packet)
