@@ -350,11 +350,11 @@ def _restore(
     """The spilled MESSAGEs of a carried connection, their rows in ``payload``'s file, which
     becomes theirs."""
     spilled = SpilledDeliveries()
-    spilled._file = payload.take_file()
+    spilled._file = file = payload.take_file()  # None when nothing was spilled
     offset = 0
     for at in range(len(length)):
-        assert spilled._file is not None
-        blob = os.pread(spilled._file.fileno(), length[at], offset)
+        assert file is not None
+        blob = os.pread(file.fileno(), length[at], offset)
         offset += length[at]
         keys, _, _ = _header_of(blob)
         gone = dropped.get(at, ())
@@ -364,9 +364,6 @@ def _restore(
         )
         if gone:
             spilled._dropped[slot] = set(gone)
-    if not spilled._count and spilled._file is not None:
-        spilled._file.close()
-        spilled._file = None
     return spilled
 
 
@@ -401,11 +398,6 @@ class SpillPayload:
         """The file, now the caller's to close."""
         file, self._file = self._file, None
         return file
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return _payload_of, (self.read(0, self.size),)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import pickle
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from pipeline.driver import DriverState
@@ -138,11 +138,11 @@ class StateReader:
         self._payloads = [SpillPayload() for _ in range(count)]
 
 
-def load_state(chunks: CarriedChunks | bytes) -> DriverState:
-    """The state of ``chunks`` (or of one state row's bytes, when it needs no other)."""
+def load_state(rows: Iterable[bytes]) -> DriverState:
+    """The state of a connection's state rows, all of them, in order."""
     reader = StateReader()
-    for chunk in chunks.chunks() if isinstance(chunks, CarriedChunks) else [chunks]:
-        reader.add(chunk)
+    for row in rows:
+        reader.add(row)
     return reader.load()
 
 

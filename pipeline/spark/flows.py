@@ -29,13 +29,7 @@ from pipeline.process import fewer_collections, give_back_memory
 from pipeline.session import ModelOptions
 from pipeline.session.frame_rows import FrameRows, TableRows
 from pipeline.session.rows import TableRow
-from pipeline.spark.carried_state import (
-    CHUNK_BYTES,
-    CarriedChunks,
-    StateReader,
-    dump_state,
-    load_state,
-)
+from pipeline.spark.carried_state import CHUNK_BYTES, StateReader, dump_state
 from pipeline.spark.packet_loop import packet_loop
 from pipeline.spark.payloads import PayloadFiles
 from pipeline.spark.pieces import Piece, PieceMerger, key_ends, unpack_column
@@ -146,15 +140,12 @@ class FlowRunner:
             else:
                 self.feed_piece(Piece(key, file_id, piece))
 
-    def resume(self, key: str, state: bytes | CarriedChunks) -> None:
+    def resume(self, key: str, state: bytes) -> None:
         """A connection carried from an earlier batch, before the flow's pieces: its state rows'
-        bytes, a row at a time in order, or its state as `dump_state` made it."""
+        bytes (`CarriedChunks.chunks`), a row at a time in order."""
         if key != self._key:
             self._end_flow()
             self._start_flow(key)
-        if isinstance(state, CarriedChunks):
-            self._driver = ConnectionDriver(self._driver_config, load_state(state))
-            return
         if self._carried is None:
             self._carried = StateReader()
         self._carried.add(state)

@@ -119,7 +119,7 @@ def test_a_state_pickled_alone_keeps_its_spilled_rows(tmp_path: Path) -> None:
     state, _first, _cut = _carried_halfway(flow)
     copy = pickle.loads(pickle.dumps(state))  # the payload's bytes inside the pickle
     assert list(copy.chunks()) == list(state.chunks())
-    assert load_state(copy) is not None
+    assert load_state(copy.chunks()) is not None
 
 
 @pytest.mark.parametrize("cut", ["head", "payload"])
@@ -145,6 +145,6 @@ def test_state_rows_cut_short_are_refused_as_damaged(tmp_path: Path, cut: str) -
 def test_a_state_of_an_earlier_release_is_refused_as_incompatible() -> None:
     earlier = pickle.dumps(carried_state.CarriedState(None, version=8))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="incompatible"):
-        load_state(earlier)
+        load_state([earlier])
     with pytest.raises(pickle.UnpicklingError):
-        load_state(b"not a pickle")
+        load_state([b"not a pickle"])
