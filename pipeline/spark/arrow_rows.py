@@ -111,8 +111,10 @@ def row_batch(table: str, rows: Iterable[TableRow]) -> pa.RecordBatch:
     return held.batch()
 
 
+@functools.cache
 def row_struct(table: str) -> pa.StructType:
-    """A row as the flow pass builds it: every column but ``batch_id``."""
+    """A row as the flow pass builds it: every column but ``batch_id``. Made once a table: a
+    flow pass converts a table's rows every row group and at each small connection's end."""
     arrow = schemas.load(table).arrow_schema()
     return pa.struct([f for f in arrow if f.name != "batch_id"])
 

@@ -71,17 +71,23 @@ def statistics_columns(stored: pa.Schema) -> list[str]:
 
 @functools.cache
 def dictionary_columns(table: str) -> list[str]:
-    """The Parquet columns (leaf paths: a map's keys and values, a list's fields) of a table
-    that are dictionary-encoded: those holding text. Numbers and times almost never repeat
-    within a row group, and zstd takes what does: without a dictionary, a flow pass's tables
-    (116 MB of capture) were written in 105 against 116 ms, in files of the same size."""
+    """The Parquet columns of a table that are dictionary-encoded: its top-level text columns.
+    Numbers and times almost never repeat within a row group, and zstd takes what does: without
+    a dictionary, a flow pass's tables (116 MB of capture) were written in 105 against 116 ms,
+    in files of the same size. A nested column's text (a map's keys and values, a list's
+    fields: the frames' headers, the messages' user headers) is written plain too: readers
+    filter row groups by a dictionary only for a top-level column, and zstd makes the header
+    columns as small without one, while building them was 12% of the flow pass's Parquet
+    instructions on small messages (`bench_flow_instructions --shape small`)."""
     sink = pa.BufferOutputStream()
     pq.write_table(file_schema(table).empty_table(), sink)
     columns = pq.ParquetFile(pa.BufferReader(sink.getvalue())).schema
     return [
         column.path
         for column in map(columns.column, range(len(columns)))
-        if column.physical_type == "BYTE_ARRAY" and str(column.logical_type) == "String"
+        if column.physical_type == "BYTE_ARRAY"
+        and str(column.logical_type) == "String"
+        and "." not in column.path
     ]
 
 

@@ -22,3 +22,30 @@ def anomaly_row(day: int, index: int) -> dict:
         date=date(2025, 1, day),
     )
     return row
+
+
+def frame_row(index: int) -> dict:
+    """A frames row of 2025-01-15: the ``index``-th SEND of one connection."""
+    ts_ns = 1_736_935_200_000_000_000 + index
+    row = dict.fromkeys(f.name for f in row_struct("frames"))
+    row.update(
+        session_id="s-1",
+        direction="c2s",
+        frame_index=index,
+        ts=to_datetime(ts_ns),
+        ts_ns=ts_ns,
+        ts_end=to_datetime(ts_ns),
+        ts_end_ns=ts_ns,
+        command="SEND",
+        headers={"destination": "/queue/a", "message-id": f"m-{index}"},
+        header_list=[
+            {"name": "destination", "value": "/queue/a"},
+            {"name": "message-id", "value": f"m-{index}"},
+        ],
+        body_length=0,
+        stream_offset=30 * index,
+        frame_length=30,
+        tcp_offset=30 * index,
+        date=date(2025, 1, 15),
+    )
+    return row

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,17 +11,16 @@ import pytest
 
 import schemas
 from pipeline.lake.stats import file_stats
-from pipeline.session.clock import to_datetime
-from pipeline.spark.arrow_rows import row_struct
 from pipeline.spark.table_files import (
     DICTIONARY_PAGE_BYTES,
     ROW_GROUP_ROWS,
     TableFileWriter,
+    dictionary_columns,
     file_schema,
     statistics_columns,
     write_table_rows,
 )
-from tests.support.table_rows import anomaly_row
+from tests.support.table_rows import anomaly_row, frame_row
 
 
 def test_rows_land_in_one_file_per_date_with_the_stored_schema(tmp_path: Path) -> None:
@@ -99,24 +97,7 @@ def test_only_repeating_values_keep_a_dictionary(tmp_path: Path) -> None:
 
 
 def test_statistics_are_written_for_the_columns_delta_reads_them_of(tmp_path: Path) -> None:
-    row = dict.fromkeys(f.name for f in row_struct("frames"))
-    row.update(
-        session_id="s-1",
-        direction="c2s",
-        frame_index=0,
-        ts=to_datetime(1_736_935_200_000_000_000),
-        ts_ns=1_736_935_200_000_000_000,
-        ts_end=to_datetime(1_736_935_200_000_000_000),
-        ts_end_ns=1_736_935_200_000_000_000,
-        command="SEND",
-        headers={"destination": "/queue/a"},
-        header_list=[{"name": "destination", "value": "/queue/a"}],
-        body_length=0,
-        stream_offset=0,
-        frame_length=30,
-        tcp_offset=0,
-        date=date(2025, 1, 15),
-    )
+    row = frame_row(0)
     (written,) = write_table_rows("frames", [row], str(tmp_path), "b-4")
     group = pq.read_metadata(tmp_path / written.path).row_group(0)
     with_statistics = {
@@ -139,3 +120,27 @@ def test_free_text_and_bodies_get_no_parquet_statistics() -> None:
     assert "detail" not in stored["anomalies"] and "kind" in stored["anomalies"]
     assert not {"message", "body_preview"} & set(stored["errors"])
     assert not {"body", "body_preview"} & set(stored["messages"])
+
+
+@pytest.mark.parametrize("table", schemas.TABLES)
+def test_only_top_level_text_columns_keep_a_dictionary(table: str) -> None:
+    """The headers' keys and values are written plain: no reader filters row groups by a
+    nested column's dictionary, and zstd makes them as small without one."""
+    stored = file_schema(table)
+    text = [f.name for f in stored if pa.types.is_string(f.type)]
+    assert dictionary_columns(table) == text
+
+
+def test_header_columns_are_written_without_a_dictionary(tmp_path: Path) -> None:
+    frames = [frame_row(index) for index in range(50)]
+    (written,) = write_table_rows("frames", frames, str(tmp_path), "b-1")
+    group = pq.read_metadata(tmp_path / written.path).row_group(0)
+    columns = {c.path_in_schema: c for c in map(group.column, range(group.num_columns))}
+    assert columns["command"].has_dictionary_page
+    nested = [path for path in columns if "." in path]
+    assert "headers.key_value.value" in nested
+    assert not any(columns[path].has_dictionary_page for path in nested)
+    assert pq.read_table(tmp_path / written.path).column("header_list").to_pylist()[3] == [
+        {"name": "destination", "value": "/queue/a"},
+        {"name": "message-id", "value": "m-3"},
+    ]
