@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import sys
+from capture.cli import run_cli
 
-from capture.cli import main
-
-sys.exit(main())
+run_cli()

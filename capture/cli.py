@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from capture.config import (
     ClientTls,
@@ -417,7 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
 
 
-if __name__ == "__main__":
+def run_cli() -> NoReturn:
+    """The `stomp-capture` program (and ``python -m capture``): ``main()`` through
+    `pipeline.process.run_main`, so that output to a reader that left ends quietly."""
     from pipeline.process import run_main
 
     run_main(main)
+
+
+if __name__ == "__main__":
+    run_cli()

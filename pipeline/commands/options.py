@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from pipeline.spark.session import (
     DEFAULT_DRIVER_MEMORY,
@@ -30,12 +32,13 @@ VALIDATION_ENGINE_VARIABLE = "STOMP_LAKE_VALIDATION_ENGINE"
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("--lake", LAKE_VARIABLE, "lake root directory"),
     ("--input", INPUT_VARIABLE, "capture files or folders for `run`"),
+    ("--tls-keylog", TLS_KEYLOG_VARIABLE, "NSS key log files or folders, for TLS connections"),
     ("--master", MASTER_VARIABLE, "Spark master URL"),
     ("--driver-memory", DRIVER_MEMORY_VARIABLE, "memory of Spark's driver JVM"),
     ("--conf KEY=VALUE", "", "any Spark setting, repeatable"),
     ("", WORK_VARIABLE, "Spark's scratch space (default: $TMPDIR/stomp-lake-<uid>)"),
-    ("--validation-engine", VALIDATION_ENGINE_VARIABLE, "where the validation suites run"),
     ("-q / -v / -vv", "", "quiet / Spark warnings / everything"),
+    ("--validation-engine", VALIDATION_ENGINE_VARIABLE, "where the validation suites run"),
 )
 
 
@@ -95,11 +98,27 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _AppendOverDefault(argparse._AppendAction):
+    """Repeatable, and the paths given replace the default (the environment's) instead of
+    adding to it: the command line wins."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is self.default:
+            setattr(namespace, self.dest, [])
+        super().__call__(parser, namespace, values, option_string)
+
+
 def add_tls_keylog(parser: argparse.ArgumentParser) -> None:
     default = env_default(TLS_KEYLOG_VARIABLE)
     parser.add_argument(
         "--tls-keylog",
-        action="append",
+        action=_AppendOverDefault,
         type=Path,
         default=[Path(p) for p in default.split(os.pathsep) if p] if default else [],
         metavar="PATH",

@@ -130,7 +130,8 @@ class SparkEngine:
             self.spark.catalog.dropGlobalTempView(view)
 
     def rows(self, query: str) -> list[dict[str, Any]]:
-        found = self.spark.sql(query, None, **self._relations()).collect()
+        relations = {**self._relations(), KNOWN_SESSIONS: self._known_sessions()}
+        found = self.spark.sql(query, None, **relations).collect()
         return [row.asDict(recursive=True) for row in found]
 
     def failing_rows(

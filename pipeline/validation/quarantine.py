@@ -78,11 +78,11 @@ def quarantine_batch(
     folder = make_private_dir(batch_dir(lake, batch_id))
     (folder / REPORT).unlink(missing_ok=True)
     staged = staged or {}
-    for table, frame in tables.items():
+    for table in tables:  # by name: a staged table's frame is never made (lazy frames)
         if table in staged:
             move_staged(staged[table], folder / table)
             continue
-        frame.write.mode("overwrite").parquet(str(folder / table))
+        tables[table].write.mode("overwrite").parquet(str(folder / table))
         make_tree_private(folder / table)  # written by the JVM, with its own umask
     stamped = {**report, "quarantined_at": _now()}
     write_json_atomic(folder / REPORT, stamped)

@@ -51,10 +51,7 @@ def _outcome(suite: str, result: Any, samples: int) -> ExpectationOutcome:
     kwargs = dict(config.kwargs)
     description = config.description or _describe(kind, kwargs)
     details = result.result or {}
-    error = None
-    info = result.exception_info or {}
-    if info.get("raised_exception"):
-        error = str(info.get("exception_message"))
+    error = _raised(result.exception_info or {})
     if kind == ROW_QUERY:
         rows = (details.get("details") or {}).get("unexpected_rows") or []
         count = details.get("observed_value")
@@ -76,6 +73,18 @@ def _outcome(suite: str, result: Any, samples: int) -> ExpectationOutcome:
         samples=found,
         error=error,
     )
+
+
+def _raised(info: dict[str, Any]) -> str | None:
+    """The error of an expectation that broke, or None: Great Expectations reports it at the
+    top of ``exception_info``, or, when a metric raised (a missing column, an SQL error), under
+    each such metric's id."""
+    if info.get("raised_exception"):
+        return str(info.get("exception_message"))
+    for metric in info.values():
+        if isinstance(metric, dict) and metric.get("raised_exception"):
+            return str(metric.get("exception_message"))
+    return None
 
 
 def _describe(kind: str, kwargs: dict[str, Any]) -> str:
