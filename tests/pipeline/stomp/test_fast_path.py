@@ -53,3 +53,38 @@ def test_nack_is_not_clean_in_1_0() -> None:
     out: list = []
     assert scan(b"NACK\nid:1\n\n\x00", 0, 0, "1.0", Limits(), out, -1) == 0
     assert scan(b"NACK\nid:1\n\n\x00", 0, 0, "1.1", Limits(), out, -1) == 12
+
+
+@pytest.mark.parametrize(
+    ("wire", "body", "content_length"),
+    [
+        (b"SEND\ncontent-length:0\n\n\x00", b"", 0),  # the command line's LF starts it
+        (b"SEND\nx:content-length:5\n\nhi\x00", b"hi", None),  # inside a value: not the header
+        (b"SEND\nxcontent-length:5\n\nhi\x00", b"hi", None),  # another header's name
+        (b"SEND\ncontent-length:2\ncontent-length:9\n\nhi\x00", b"hi", 2),  # the first wins
+        (b"SEND\ncontent-type:a\ncontent-length:3\n\na\x00b\x00", b"a\x00b", 3),
+        (b"SEND\nc:1\nx:2\n\n\x00", b"", None),  # lines that start with c
+    ],
+)
+def test_the_head_is_searched_line_by_line(
+    wire: bytes, body: bytes, content_length: int | None
+) -> None:
+    out: list = []
+    assert scan(wire, 0, 0, "1.2", Limits(), out, -1) == len(wire)
+    (frame,) = out
+    assert frame.body == body and frame.content_length == content_length
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [
+        b"SEND\nh:v\n",  # no blank line yet
+        b"SEND\nh:v\n\n",  # the blank line ends the data, no NUL yet
+        b"SEND\ncontent-length:1",  # the header not ended
+        b"SEND\ncontent-length:",
+    ],
+)
+def test_a_head_cut_by_the_end_of_the_data_waits(partial: bytes) -> None:
+    out: list = []
+    assert scan(partial, 0, 0, "1.2", Limits(), out, -1) == 0
+    assert out == []
