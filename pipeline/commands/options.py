@@ -2,7 +2,8 @@
 
 Each setting has one spelling on the command line and, where a scheduler needs it, one in the
 environment (the same names the Airflow DAGs use); the command line wins. The table in
-README.md ("Settings") lists them all; `SETTINGS` below is the same list, checked against it.
+README.md ("Settings") lists them all; `SETTINGS` below holds its rows of the settings defined
+here, in its order, and a test checks the two agree.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ MASTER_VARIABLE = "STOMP_LAKE_MASTER"
 DRIVER_MEMORY_VARIABLE = "STOMP_LAKE_DRIVER_MEMORY"
 VALIDATION_ENGINE_VARIABLE = "STOMP_LAKE_VALIDATION_ENGINE"
 
-# (option, environment variable or "", what it sets): the README's settings table, in order.
+# (option, environment variable or "", what it sets): the README's settings table's rows of
+# these settings, in its order.
 SETTINGS: tuple[tuple[str, str, str], ...] = (
     ("--lake", LAKE_VARIABLE, "lake root directory"),
     ("--input", INPUT_VARIABLE, "capture files or folders for `run`"),
