@@ -36,10 +36,32 @@ def pure(*names: str) -> tuple[ModuleType, ...]:
     missing = [name for name in names if name not in _loaded]
     if missing:
         _twin_names.update(name for name in missing if not name.startswith("pipeline"))
+        _names_while_compiled.count = _names_while_pure.count = -1  # what is ours changed
         with running_pure():
             for name in missing:
                 _loaded[name] = importlib.import_module(name)
     return tuple(_loaded[name] for name in names)
+
+
+class _Names:
+    """Our modules' names in ``sys.modules``, taken again only when its size changed: a swap
+    touches a few hundred names, where scanning every loaded module cost a millisecond."""
+
+    __slots__ = ("count", "names")
+
+    def __init__(self) -> None:
+        self.count = -1
+        self.names: list[str] = []
+
+    def current(self) -> list[str]:
+        if len(sys.modules) != self.count:
+            self.names = [name for name in sys.modules if _ours(name)]
+            self.count = len(sys.modules)
+        return self.names
+
+
+_names_while_compiled = _Names()  # while the compiled package is in sys.modules
+_names_while_pure = _Names()  # while the twin is
 
 
 @contextmanager
@@ -47,11 +69,9 @@ def running_pure() -> Iterator[None]:
     """Around a call into the twin: ``sys.modules`` holds the twin's modules, and pure Python is
     asked for, so that what the twin looks up while running (`pipeline.compiled.kernel`, a module
     found by name in ``sys.modules``) is its own too."""
-    saved = {name: module for name, module in sys.modules.items() if _ours(name)}
+    saved = {name: sys.modules.pop(name) for name in _names_while_compiled.current()}
     finders = list(sys.meta_path)
     previous = os.environ.get(PURE_PYTHON_VARIABLE)
-    for name in saved:
-        del sys.modules[name]
     sys.modules.update(_twin_modules)
     os.environ[PURE_PYTHON_VARIABLE] = "1"
     try:
@@ -61,7 +81,7 @@ def running_pure() -> Iterator[None]:
             del os.environ[PURE_PYTHON_VARIABLE]
         else:
             os.environ[PURE_PYTHON_VARIABLE] = previous
-        for name in [name for name in sys.modules if _ours(name)]:
+        for name in _names_while_pure.current():
             _twin_modules[name] = sys.modules.pop(name)
         sys.modules.update(saved)
         sys.meta_path[:] = finders  # the twin's package installs its own SourceFinder
