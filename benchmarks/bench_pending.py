@@ -11,7 +11,7 @@ end, when the MESSAGEs still unsettled become rows (a writer's batch at a time).
 carries the lagging connection to a next run first (`pipeline.spark.carried_state`: its state
 cut into rows and read back a row at a time, as Spark hands them), then ends it.
 
-    .venv/bin/python -m benchmarks.bench_pending [--messages 1000000] [--lag 500000]
+    .venv/bin/python -m benchmarks.bench_pending [--messages 2000000] [--lag 1000000]
         [--in-memory 10000] [--out DIR]
 """
 
@@ -226,8 +226,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--lag", type=int, default=500_000)
+    parser.add_argument("--messages", type=int, default=2_000_000)
+    parser.add_argument("--lag", type=int, default=1_000_000)
     parser.add_argument("--in-memory", type=int, default=10_000, help="max_pending_in_memory")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)

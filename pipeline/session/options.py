@@ -22,10 +22,10 @@ class ModelOptions:
     max_pending_messages: int = 1_000_000
     # and the memory they may hold per connection (`DeliveryLedger.pending_bytes`): with full
     # bodies or previews of large messages, the count alone would bound nothing. A million
-    # small ones fit: 10,000 rows in memory, the rest spilled at 128 bytes each
+    # small ones fit: 10,000 rows in memory, the rest spilled at 80 bytes each
     max_pending_bytes: int = 160 << 20
     # of them, how many keep their rows in memory: the rows of older ones are spilled to disk,
-    # a record of 128 bytes each left in memory (`pipeline.session.spilled`), their rows read
+    # a record of 80 bytes each left in memory (`pipeline.session.spilled`), their rows read
     # back a batch at a time when the connection ends, and carried to the next run beside its
     # state (`pipeline.spark.carried_state`)
     max_pending_in_memory: int = 10_000

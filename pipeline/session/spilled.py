@@ -6,9 +6,10 @@ traffic worth recording, not a fault; holding every unsettled MESSAGE's row in m
 bound it by the memory of a task. Past ``ModelOptions.max_pending_in_memory`` the oldest
 unsettled MESSAGEs come here (`DeliveryLedger.spill_oldest`): the row is pickled to an
 unnamed temporary file, and memory keeps 32 bytes of record a MESSAGE in five arrays and its
-ack / message-id keys in a `key_index` (21 to 43 bytes a key): 75 to 120 bytes a MESSAGE,
-about 100 MB for a million. What the model decides never depends on where a MESSAGE is held: a
-spilled one is found, settled, given up and closed exactly as one in memory would be.
+ack / message-id keys in a `key_index` (11 to 22 bytes a key): 53 to 75 bytes a MESSAGE,
+about 60 MB for a million (`benchmarks/results/pending.md`). What the model decides never
+depends on where a MESSAGE is held: a spilled one is found, settled, given up and closed
+exactly as one in memory would be.
 
 Slots number the spilled MESSAGEs in the order they came, which is the order they were
 delivered in. The file is rewritten without the settled rows once they are most of it.
@@ -24,15 +25,15 @@ from array import array
 from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING
 
-from pipeline.session.key_index import key_hash, new_key_index
+from pipeline.session.key_index import key_hash, new_key_index, slot_near
 
 if TYPE_CHECKING:
     from pipeline.session.message_rows import MessageRow
 
 # Memory a spilled MESSAGE holds, as `DeliveryLedger.pending_bytes` counts it: its record (32
-# bytes) and two keys' index entries (21 to 43 bytes each), rounded up. A constant, so that both
+# bytes) and two keys' index entries (11 to 22 bytes each), rounded up. A constant, so that both
 # twins give up the same MESSAGEs.
-SPILLED_BYTES = 128
+SPILLED_BYTES = 80
 SETTLED = -1  # the length of a slot whose row is no longer wanted
 REWRITE_AFTER = 64 << 20  # settled bytes in the file before it may be rewritten without them
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -156,7 +157,8 @@ class SpilledDeliveries:
 
     def find(self, key: str) -> int:
         """The slot known by ``key``, or -1."""
-        for slot in self._index.candidates(key_hash(key)):
+        for held in self._index.candidates(key_hash(key)):
+            slot = slot_near(held, self._head)  # every slot in the index is one not settled
             if key in self._keys(slot):
                 return slot
         return -1

@@ -1,11 +1,18 @@
 from __future__ import annotations
 
 import random
+import tracemalloc
 
 import pytest
 
 from pipeline.compiled import built
-from pipeline.session.key_index import PythonKeyIndex, key_hash, new_key_index
+from pipeline.session.key_index import (
+    SLOT_SPAN,
+    PythonKeyIndex,
+    key_hash,
+    new_key_index,
+    slot_near,
+)
 
 compiled = built("key_index")
 needs_build = pytest.mark.skipif(compiled is None, reason="the compiled kernel is not built")
@@ -65,3 +72,37 @@ def test_the_compiled_index_is_the_one_made_unless_pure_python_is_asked(
 def test_a_key_hash_is_64_bits_and_stable_within_the_process() -> None:
     assert 0 <= key_hash("message-1") < 1 << 64
     assert key_hash("message-1") == key_hash("".join(["message-", "1"]))
+
+
+def test_slots_are_held_modulo_the_span_and_mapped_back_near_the_oldest() -> None:
+    for index in _indexes():
+        index.add(7, SLOT_SPAN + 5)
+        index.add(7, SLOT_SPAN - 1)
+        assert sorted(index.candidates(7)) == [5, SLOT_SPAN - 1]
+        assert index.remove(7, SLOT_SPAN + 5) and index.candidates(7) == [SLOT_SPAN - 1]
+        with pytest.raises(ValueError):
+            index.add(7, -1)
+    first = 3 * SLOT_SPAN - 2  # the oldest slot in the index; the newest is past a span's end
+    assert slot_near((first + 1) % SLOT_SPAN, first) == first + 1
+    assert slot_near((first + 9) % SLOT_SPAN, first) == first + 9
+
+
+@needs_build
+def test_a_large_compiled_index_is_mapped_shown_to_tracemalloc_and_given_back() -> None:
+    assert compiled is not None
+    rng = random.Random(1)
+    count = 300_000  # 8-byte entries in an array of 2**19: 4 MiB, mapped on its own
+    hashes = [rng.getrandbits(64) for _ in range(count)]
+    tracemalloc.start()
+    try:
+        index = compiled.KeyIndex()
+        for slot, hash_ in enumerate(hashes):
+            index.add(hash_, slot)
+        held, _ = tracemalloc.get_traced_memory()
+        assert 8 * count < held < 16 * count, held / count
+        assert all(index.candidates(hashes[n]) == [n] for n in range(0, count, 997))
+        del index
+        left, _ = tracemalloc.get_traced_memory()
+        assert left < held / 100
+    finally:
+        tracemalloc.stop()

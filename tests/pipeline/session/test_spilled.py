@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.compiled import kernel
 from pipeline.session import ModelOptions, SessionModel
+from pipeline.session.key_index import SLOT_SPAN
 from pipeline.session.message_rows import message_row
 from pipeline.session.spilled import SPILLED_BYTES, SpilledDeliveries
 from tests.pipeline.session.conversation import CLIENT, SERVER, Conversation, replay
@@ -124,7 +125,19 @@ def test_the_file_is_rewritten_without_settled_rows_and_dropped_when_empty(
     assert spilled._file is None  # noqa: SLF001
 
 
-def test_a_spilled_message_holds_about_a_hundred_bytes_of_memory() -> None:
+def test_spilled_messages_are_found_when_their_slots_pass_the_index_span() -> None:
+    spilled = SpilledDeliveries()
+    spilled._base = spilled._head = SLOT_SPAN - 2  # noqa: SLF001 - a long connection's slots
+    for n in range(5):
+        spilled.add(n, n, 0, (f"a{n}",), 100, _row(n))
+    assert [spilled.frame_index(spilled.find(f"a{n}")) for n in range(5)] == list(range(5))
+    assert spilled.find("a4") == SLOT_SPAN + 2
+    spilled.take(spilled.find("a0"))
+    assert spilled.find("a0") == -1 and spilled.find("a3") == SLOT_SPAN + 1
+    spilled.close()
+
+
+def test_a_spilled_message_holds_at_most_eighty_bytes_of_memory() -> None:
     if kernel("key_index") is None:
         pytest.skip("the compiled index is not built, or pure Python is asked for")
     count = 100_000
