@@ -49,7 +49,10 @@ def run_offline(
     close_open: bool = True,
     options: ModelOptions | None = None,
     batch_rows: int | None = None,
+    convert: bool = True,
 ) -> OfflineResult:
+    """``convert``: the table rows are converted to Arrow as the writer converts them (a caller
+    that finds them equal to rows already converted may skip it)."""
     result = OfflineResult()
     piece_rows: list[dict] = []
     for file_id, path in enumerate(paths):
@@ -81,7 +84,8 @@ def run_offline(
         if kind == STATE_KIND:
             result.carried += len(rows)
             continue
-        _check_not_null(kind, row_batch(kind, rows))  # raises where the writer would
+        if convert:
+            _check_not_null(kind, row_batch(kind, rows))  # raises where the writer would
         tables[kind].extend(rows)
     result.tables = tables
     return result
