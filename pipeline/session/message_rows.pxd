@@ -14,6 +14,7 @@ cdef class MessageFields:
     cdef public object ack_latency_ms, ack_frame_index
 
     cpdef tuple held(self)
+    cpdef fill(self, tuple held)
 
 
 cdef class AckFields:
@@ -22,6 +23,7 @@ cdef class AckFields:
     cdef public object acked_message_count, delivered_at_ns, latency_ms, receipt
 
     cpdef tuple held(self)
+    cpdef fill(self, tuple held)
 
 
 @cython.locals(row=MessageFields)

@@ -12,7 +12,8 @@ depends on where a MESSAGE is held: a spilled one is found, settled, given up an
 exactly as one in memory would be.
 
 Slots number the spilled MESSAGEs in the order they came, which is the order they were
-delivered in. The file is rewritten without the settled rows once they are most of it.
+delivered in. Rows are written a `WRITE_BYTES` buffer at a time (read from the buffer until
+then), and the file is rewritten without the settled rows once they are most of it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 SPILLED_BYTES = 80
 SETTLED = -1  # the length of a slot whose row is no longer wanted
 REWRITE_AFTER = 64 << 20  # settled bytes in the file before it may be rewritten without them
+WRITE_BYTES = 256 << 10  # rows spilled are written to the file this many bytes at a time
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 _HEADER_LENGTH = struct.Struct("<I")
 
@@ -46,6 +48,8 @@ class SpilledDeliveries:
     __slots__ = (
         "_file",
         "_end",
+        "_written",
+        "_unwritten",
         "_settled_bytes",
         "_counts",
         "_frame_index",
@@ -60,11 +64,14 @@ class SpilledDeliveries:
         "_dropped",
         "_subscription_heads",
         "_last_read",
+        "_last_header",
     )
 
     def __init__(self) -> None:
         self._file: IO[bytes] | None = None  # made at the first spill
-        self._end = 0  # bytes written to the file
+        self._end = 0  # bytes of the file, with those still in `_unwritten`
+        self._written = 0  # of them, bytes written to the file; the rest are in `_unwritten`
+        self._unwritten = bytearray()
         self._settled_bytes = 0  # of them, rows no longer wanted
         self._counts: dict[int, int] = {}  # slots not settled, by subscription
         # a record a slot, slot ``_base + i`` at index i
@@ -81,6 +88,7 @@ class SpilledDeliveries:
         self._subscription_heads: dict[int, int] = {}  # no slot of it before this one
         # the slot last read and its bytes: an ACK checks the keys, reads the row and settles
         self._last_read: tuple[int, bytes] = (-1, b"")
+        self._last_header: tuple[int, Keys, int, int] = (-1, (), 0, 0)  # `_header_of` a slot
 
     def __len__(self) -> int:
         return self._count
@@ -135,8 +143,19 @@ class SpilledDeliveries:
     ) -> int:
         if self._file is None:
             self._file = _new_file()
-        os.pwrite(self._file.fileno(), blob, self._end)
-        return self._add_record(frame_index, delivered_ns, subscription, keys, len(blob))
+        self._unwritten += blob
+        slot = self._add_record(frame_index, delivered_ns, subscription, keys, len(blob))
+        if len(self._unwritten) >= WRITE_BYTES:
+            self._write()
+        return slot
+
+    def _write(self) -> None:
+        """The rows spilled since the last write, to the file."""
+        if self._unwritten:
+            assert self._file is not None
+            os.pwrite(self._file.fileno(), self._unwritten, self._written)
+            self._written = self._end
+            del self._unwritten[:]
 
     def _add_record(
         self, frame_index: int, delivered_ns: int, subscription: int, keys: Keys, length: int
@@ -262,7 +281,10 @@ class SpilledDeliveries:
 
     def _parts(self, slot: int, *, with_row: bool) -> tuple[Keys, int, MessageRow | None]:
         blob = self._blob(slot)
-        keys, held, end = _header_of(blob)
+        cached, keys, held, end = self._last_header
+        if cached != slot:
+            keys, held, end = _header_of(blob)
+            self._last_header = (slot, keys, held, end)
         dropped = self._dropped.get(slot)
         if dropped:
             keys = tuple(key for key in keys if key not in dropped)
@@ -275,7 +297,12 @@ class SpilledDeliveries:
             raise KeyError(f"no spilled MESSAGE in slot {slot}")
         if self._last_read[0] == slot:
             return self._last_read[1]
-        blob = os.pread(self._file.fileno(), length, self._offset[at])
+        offset = self._offset[at]
+        if offset >= self._written:
+            start = offset - self._written
+            blob = bytes(self._unwritten[start : start + length])
+        else:
+            blob = os.pread(self._file.fileno(), length, offset)
         self._last_read = (slot, blob)
         return blob
 
@@ -311,11 +338,13 @@ class SpilledDeliveries:
         if self._count == 0:
             old.close()
             self._file = None
-            self._end = self._settled_bytes = 0
+            self._end = self._written = self._settled_bytes = 0
+            del self._unwritten[:]
             for column in self._columns():
                 del column[:]
             self._base = self._head
             return
+        self._write()
         new = _new_file()
         end = 0
         base = self._base
@@ -326,7 +355,7 @@ class SpilledDeliveries:
             self._offset[at] = end
             end += len(blob)
         old.close()
-        self._file, self._end, self._settled_bytes = new, end, 0
+        self._file, self._end, self._written, self._settled_bytes = new, end, end, 0
 
 
 def _new_file() -> IO[bytes]:
@@ -366,6 +395,7 @@ def _restore(
         )
         if gone:
             spilled._dropped[slot] = set(gone)
+    spilled._written = spilled._end  # every row is in the file
     return spilled
 
 

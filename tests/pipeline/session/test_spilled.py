@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import pickle
 import random
 import tracemalloc
@@ -11,7 +12,7 @@ from pipeline.compiled import kernel
 from pipeline.session import ModelOptions, SessionModel
 from pipeline.session.key_index import SLOT_SPAN
 from pipeline.session.message_rows import message_row
-from pipeline.session.spilled import SPILLED_BYTES, SpilledDeliveries
+from pipeline.session.spilled import SPILLED_BYTES, WRITE_BYTES, SpilledDeliveries
 from tests.pipeline.session.conversation import CLIENT, SERVER, Conversation, replay
 
 
@@ -123,6 +124,24 @@ def test_the_file_is_rewritten_without_settled_rows_and_dropped_when_empty(
     for slot in spilled.slots():
         spilled.take(slot)
     assert spilled._file is None  # noqa: SLF001
+
+
+def test_rows_go_to_the_file_a_buffer_at_a_time_and_are_read_from_either() -> None:
+    spilled = SpilledDeliveries()
+    count = 0
+    while spilled._written == 0:  # noqa: SLF001 - the buffer is the point
+        spilled.add(count, count, 0, (f"m{count}",), 1, _row(count))
+        count += 1
+    file = spilled._file  # noqa: SLF001
+    assert file is not None and os.fstat(file.fileno()).st_size == spilled._written >= WRITE_BYTES  # noqa: SLF001
+    for n in range(count, count + 5):  # these stay in the buffer
+        spilled.add(n, n, 0, (f"m{n}",), 1, _row(n))
+    assert spilled._written < spilled._end  # noqa: SLF001
+    for one in (spilled, pickle.loads(pickle.dumps(spilled))):  # carried with the buffer's rows
+        assert [one.read(one.find(f"m{n}"))[2].frame_index for n in range(count + 5)] == list(
+            range(count + 5)
+        )
+    spilled.close()
 
 
 def test_spilled_messages_are_found_when_their_slots_pass_the_index_span() -> None:

@@ -66,7 +66,7 @@ def test_spilled_rows_go_in_chunks_beside_the_pickle_and_resume_to_the_rows_of_o
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(carried_state, "CHUNK_BYTES", 300)
-    flow = _lagging_consumer(tmp_path / "payloads", 60)
+    flow = _lagging_consumer(tmp_path / "payloads", 120)
     whole = flow.run_as_pieces(options=SPILLING)
     state, first, cut = _carried_halfway(flow)
     chunks = list(state.chunks())
@@ -94,7 +94,7 @@ def test_spilled_rows_go_in_chunks_beside_the_pickle_and_resume_to_the_rows_of_o
     for name in (*LEFT_UNSETTLED, "frames"):
         both = first.get(name, []) + second.get(name, [])
         assert _sorted(both) == _sorted(whole.get(name, [])), name
-    assert len(whole["messages"]) == 60
+    assert len(whole["messages"]) == 120
 
 
 def test_a_state_without_new_packets_carries_its_spilled_rows_again_as_they_were(
