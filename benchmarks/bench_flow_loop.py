@@ -1,12 +1,15 @@
 """The flow pass without Spark, compiled against pure Python, measured in the same run.
 
 Run from the repository root:  python -m benchmarks.bench_flow_loop [--out DIR] [--mb N]
-Writes DIR/flow_loop.md and DIR/flow_loop.json (DIR defaults to benchmarks/results).
+[--shape SHAPE]
+Writes DIR/flow_loop.md and DIR/flow_loop.json (DIR defaults to benchmarks/results; with
+``--shape small``, flow_loop-small.md and .json).
 
-The capture (benchmarks/traffic.py, broker-like connections, generated once under work/bench/)
-is read into flow pieces as the capture pass does; every round then feeds them, sorted as the
-pass sorts them, through one `FlowRunner` (reassembly, STOMP decoding, the session model, table
-rows; no Parquet; the garbage collector's threshold raised as in the pass), one core, six ways:
+The capture (benchmarks/traffic.py, broker-like connections by default, small messages with
+``--shape small``, generated once under work/bench/) is read into flow pieces as the capture
+pass does; every round then feeds them, sorted as the pass sorts them, through one `FlowRunner`
+(reassembly, STOMP decoding, the session model, table rows; no Parquet; the garbage
+collector's threshold raised as in the pass), one core, six ways:
 
 - ``compiled``: as `stomp-lake run` runs it;
 - ``source_modules``: the modules compiled from their own source (`pipeline.compiled.
@@ -37,7 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from benchmarks.traffic import TrafficSpec, generate_files
+from benchmarks.traffic import SHAPES, TrafficSpec, generate_files
 from pipeline import driver
 from pipeline.compiled import PURE_PYTHON_VARIABLE
 from pipeline.process import fewer_collections
@@ -61,6 +64,7 @@ WAYS = (
     "no_session_model",
 )
 AS_SOURCE = ("source_modules", "pure_python")  # ways run in a child process
+SHAPE_NAMES = {"broker": "bodies of about 2 KB", "small": "small messages"}
 # The child: the source modules imported as source, then (``source_modules``) the twins' switch
 # turned back on.
 _CHILD = """
@@ -76,19 +80,19 @@ print(json.dumps(bench_flow_loop.child(*sys.argv[1:])))
 """
 
 
-def child(way: str, megabytes: str, data: str) -> tuple[float, int]:
+def child(way: str, megabytes: str, data: str, shape: str) -> tuple[float, int]:
     """`flow_pass` of ``way`` in this process, on the capture `run` made: the second of two,
     as the ways run in the parent meet modules and pools already warm."""
-    paths = [str(p) for p in generate_files(_spec(int(megabytes)), Path(data)).paths]
+    paths = [str(p) for p in generate_files(_spec(int(megabytes), shape), Path(data)).paths]
     pieces = sorted_pieces(paths)
     flow_pass(paths, pieces, way)
     return flow_pass(paths, pieces, way)
 
 
-def _in_child(way: str, megabytes: int, data: Path) -> tuple[float, int]:
+def _in_child(way: str, megabytes: int, data: Path, shape: str) -> tuple[float, int]:
     code = _CHILD.format(variable=PURE_PYTHON_VARIABLE)
     out = subprocess.run(
-        [sys.executable, "-c", code, way, str(megabytes), str(data)],
+        [sys.executable, "-c", code, way, str(megabytes), str(data), shape],
         check=True,
         capture_output=True,
         text=True,
@@ -97,8 +101,8 @@ def _in_child(way: str, megabytes: int, data: Path) -> tuple[float, int]:
     return seconds, frames
 
 
-def _spec(megabytes: int) -> TrafficSpec:
-    return TrafficSpec(total_bytes=megabytes * 1_000_000)
+def _spec(megabytes: int, shape: str) -> TrafficSpec:
+    return TrafficSpec(total_bytes=megabytes * 1_000_000, shape=shape)
 
 
 def sorted_pieces(paths: list[str]) -> pa.RecordBatch:
@@ -162,9 +166,12 @@ def flow_pass(paths: list[str], pieces: pa.RecordBatch, way: str) -> tuple[float
         speedups.compiled = compiled_decoder
 
 
-def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
-    folder = data / f"flow-loop-{megabytes}mb"
-    capture = generate_files(_spec(megabytes), folder)
+def run(
+    out: Path, data: Path, megabytes: int, repeat: int, shape: str = "broker"
+) -> dict[str, Any]:
+    suffix = "" if shape == "broker" else f"-{shape}"
+    folder = data / f"flow-loop{suffix}-{megabytes}mb"
+    capture = generate_files(_spec(megabytes, shape), folder)
     paths = [str(p) for p in capture.paths]
     size = sum(os.path.getsize(p) for p in paths)
     pieces = sorted_pieces(paths)
@@ -173,7 +180,7 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
     for _ in range(repeat):
         for way in WAYS:
             if way in AS_SOURCE:
-                seconds, frames[way] = _in_child(way, megabytes, folder)
+                seconds, frames[way] = _in_child(way, megabytes, folder, shape)
             else:
                 seconds, frames[way] = flow_pass(paths, pieces, way)
             times[way].append(seconds)
@@ -185,6 +192,7 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
         return round(statistics.median(s / c for s, c in pairs), 2)
 
     result = {
+        "shape": shape,
         "capture_bytes": size,
         "files": len(paths),
         "packets": int(pa.compute.sum(pieces.column("packet_count")).as_py()),
@@ -207,8 +215,8 @@ def run(out: Path, data: Path, megabytes: int, repeat: int) -> dict[str, Any]:
         ),
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "flow_loop.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "flow_loop.md").write_text(markdown(result))
+    (out / f"flow_loop{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"flow_loop{suffix}.md").write_text(markdown(result))
     return result
 
 
@@ -217,7 +225,8 @@ def markdown(result: dict[str, Any]) -> str:
         "# The flow pass without Spark: compiled vs pure Python",
         "",
         f"{result['capture_bytes'] / 1e6:.0f} MB in {result['files']} pcapng files "
-        f"(benchmarks/traffic.py), {result['packets']} packets, {result['frames']} frames; "
+        f"(benchmarks/traffic.py, {SHAPE_NAMES[result.get('shape', 'broker')]}), "
+        f"{result['packets']} packets, {result['frames']} frames; "
         f"one `FlowRunner`, one core, best of {result['repeat']} rounds, Python "
         f"{result['python']} (load average {result['load_average_1min']} on "
         f"{result['cpu_count']} cores).",
@@ -258,8 +267,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--shape", choices=SHAPES, default="broker", help="traffic shape")
     args = parser.parse_args()
-    print(markdown(run(args.out, args.data, args.mb, args.repeat)))
+    print(markdown(run(args.out, args.data, args.mb, args.repeat, args.shape)))
 
 
 if __name__ == "__main__":
