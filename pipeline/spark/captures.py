@@ -11,7 +11,7 @@ import json
 import pickle
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
     from pipeline.spark.task_counters import TaskCounters
 
-from pipeline.ingest import CaptureAnomaly, CaptureReader, CaptureSplit, TcpPacket, split_capture
+from pipeline.ingest import (
+    CaptureAnomaly,
+    CaptureReader,
+    CaptureSplit,
+    CaptureStats,
+    TcpPacket,
+    split_capture,
+)
 from pipeline.ingest.scan import new_scanner
 from pipeline.spark.pieces import Piece, PieceBuilder, flow_key, pack, unpack
 from pipeline.spark.placement import heaviest
@@ -158,11 +165,18 @@ def read_split(
     if randoms is not None:
         side += randoms.close()
     reader.close()
-    stats = {**asdict(reader.stats), **asdict(window), "flows": heaviest(flow_packets)}
+    stats = {**_fields(reader.stats), **_fields(window), "flows": heaviest(flow_packets)}
     side.append(("stats", None, json.dumps(stats)))
     yield _side_batch(file_id, side)
     if counters is not None:
         counters.split_read(file_id, split.end - split.start, reader.stats.packets)
+
+
+def _fields(record: CaptureStats | CaptureWindow) -> dict[str, object]:
+    """A record's fields, its values as they are (they are serialized at once): a split's stats
+    row is made without `dataclasses.asdict`'s deep copies, which took 4% of the time of the
+    capture reader's fuzz target, whose splits are a few kilobytes."""
+    return {field.name: getattr(record, field.name) for field in fields(record)}
 
 
 def _counted(
