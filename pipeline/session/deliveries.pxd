@@ -1,6 +1,10 @@
 # Compiled from deliveries.py (pipeline.compiled.SOURCE_MODULES): DeliveryLedger as an extension
 # type, read typed by the protocol state (protocol.pxd).
 
+from pipeline.session.message_rows cimport MessageFields as CMessageFields
+from pipeline.session.streams cimport Stamp as CStamp
+
+
 cdef class DeliveryLedger:
     cdef public dict active, by_destination, by_key, spilled_numbers
     cdef public object pending, unacked, recent_ids, spilled
@@ -16,3 +20,7 @@ cdef class DeliveryLedger:
     cpdef find(self, tuple keys)
     cpdef list settle(self, named, outcome, at, ack_frame_index)
     cpdef _forget(self, delivery)
+
+
+# a MESSAGE's row settled: its fields set as C struct members
+cpdef settle_message(CMessageFields row, outcome, CStamp at, ack_frame_index)

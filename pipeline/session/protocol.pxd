@@ -2,9 +2,14 @@
 # type, read typed by the model (model.pxd). The hot handlers take the frame untyped: `_HANDLERS`
 # holds them as Python callables, which Cython cannot make of a method of a cimported type.
 
+import cython
+
 # Aliased: protocol.py imports the Python names itself.
 from pipeline.session.deliveries cimport DeliveryLedger as CDeliveryLedger
+from pipeline.session.message_rows cimport AckFields as CAckFields
+from pipeline.session.message_rows cimport MessageFields as CMessageFields
 from pipeline.session.outbox cimport Outbox as COutbox
+from pipeline.session.streams cimport Stamp as CStamp
 from pipeline.stomp.events cimport Frame as CFrame
 
 
@@ -23,4 +28,6 @@ cdef class ProtocolState:
     cpdef _on_receipt(self, index, dict headers, frame, body, at)
     cpdef _violation(self, kind, direction, at, offset, detail)
     cpdef _answer_receipt(self, receipt_id, outcome, at, offset)
-    cpdef _apply_ack(self, row, tuple keys, at)
+    # the rows' and the stamp's fields read and set as C struct members
+    @cython.locals(named=CMessageFields)
+    cpdef _apply_ack(self, CAckFields row, tuple keys, CStamp at)
