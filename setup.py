@@ -12,6 +12,8 @@
   unsettled MESSAGEs spilled to disk.
 * `pipeline.tls._bulk` (Cython, with OpenSSL's libcrypto): TLS application-data records opened
   in bulk.
+* `pipeline.session._digest` (Cython, with OpenSSL's libcrypto): the bodies' sha256, one digest
+  context reused.
 * `pipeline.compiled.SOURCE_MODULES` (Cython, from their own unchanged source): the session
   model, its streams and rows, the connection tracker and reassembler, the STOMP decoder; the
   source is imported instead under STOMP_LAKE_PURE_PYTHON=1 or when it is newer than its build.
@@ -91,6 +93,13 @@ elif HAVE_CYTHON:
             Extension(
                 "pipeline.tls._bulk",
                 ["pipeline/tls/_bulk.pyx"],
+                libraries=["crypto"],
+                extra_compile_args=["-O2"],
+                optional=True,
+            ),
+            Extension(
+                "pipeline.session._digest",
+                ["pipeline/session/_digest.pyx"],
                 libraries=["crypto"],
                 extra_compile_args=["-O2"],
                 optional=True,

@@ -80,6 +80,7 @@ KERNELS = {
     "frame_rows": "pipeline.session._frame_rows",  # frames table columns (frame_rows.py)
     "arrow_columns": "pipeline.session._arrow_columns",  # columns in Arrow's buffers (pa.array)
     "key_index": "pipeline.session._key_index",  # key hashes to slots in C (key_index.py)
+    "digest": "pipeline.session._digest",  # bodies' sha256 with OpenSSL's EVP (digest.py)
     "speedups": "pipeline.stomp._speedups",  # decoder hot paths in C (fast_path.py, headers.py)
     "tls_bulk": "pipeline.tls._bulk",  # TLS records opened with OpenSSL's EVP (tls/bulk.py)
 }

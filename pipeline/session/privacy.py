@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_plus
 
+from pipeline.session.digest import sha256_hex_function
 from pipeline.session.options import ModelOptions
 
 REDACTED = "***"
@@ -187,13 +188,17 @@ def scrub_structure(value: Any, secrets: tuple[str, ...] = ()) -> Any:
     return value
 
 
+# chosen as the module is imported, as the pure-Python twin chooses the reference
+_sha256_hex = sha256_hex_function()
+
+
 def body_fields(
     body: bytes, options: ModelOptions
 ) -> tuple[int, str | None, str | None, bytes | None]:
     """(body_length, body_sha256, body_preview, body) as stored under ``options.body_mode``."""
     if not body:
         return 0, None, None, None
-    digest = hashlib.sha256(body).hexdigest()
+    digest = _sha256_hex(body)
     mode = options.body_mode
     if mode == "hash":
         return len(body), digest, None, None
