@@ -1,12 +1,12 @@
 # cython: language_level=3, boundscheck=True, wraparound=False
 """`digest.python_sha256_hex` compiled: a body's sha256 as hex text, from one OpenSSL digest
 context kept for the process and reused for every body (the GIL held throughout, so no two
-calls share it at once). A value that is not `bytes` goes to `hashlib`.
+calls share it at once). A value that is not `bytes` goes to the reference.
 
 `tests/pipeline/session/test_digest.py` holds the two to the same digests.
 """
 
-import hashlib
+from pipeline.session.digest import python_sha256_hex
 
 
 cdef extern from "openssl/evp.h":
@@ -41,14 +41,14 @@ def sha256_hex(data):
     cdef unsigned char* out
     cdef int i
     if type(data) is not bytes:
-        return hashlib.sha256(data).hexdigest()
+        return python_sha256_hex(data)
     if not (
         EVP_DigestInit_ex2(CONTEXT, SHA256, NULL)
         and EVP_DigestUpdate(CONTEXT, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
         and EVP_DigestFinal_ex(CONTEXT, digest, &size)
         and size == DIGEST_BYTES
     ):
-        return hashlib.sha256(data).hexdigest()  # OpenSSL failed: hashlib's answer or error
+        return python_sha256_hex(data)  # OpenSSL failed: the reference's answer or error
     text = PyUnicode_New(2 * DIGEST_BYTES, 127)
     out = <unsigned char*>PyUnicode_DATA(text)
     for i in range(DIGEST_BYTES):
