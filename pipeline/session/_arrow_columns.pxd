@@ -25,6 +25,15 @@ cdef class Int64Column(Column):
     cdef array.array values
 
 
+cdef class Float64Column(Column):
+    cdef array.array values
+
+
+cdef class SmallColumn(Column):
+    cdef array.array values
+    cdef int kind
+
+
 cdef class HeaderPairs:
     cdef array.array frame_ends, name_ends, value_ends, names, values
     cdef readonly bint as_dicts

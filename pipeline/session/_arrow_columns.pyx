@@ -12,11 +12,13 @@ are Arrow's own. Columns of other types are lists throughout.
 """
 
 from cpython cimport array
+from cpython.datetime cimport date_day, date_month, date_year, import_datetime
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject
 from libc.string cimport memcpy
 
 import array as _array
+from datetime import date
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +35,10 @@ cdef extern from "Python.h":
     Py_ssize_t PyBytes_GET_SIZE(object data)
 
 
+import_datetime()
+
 cdef array.array _INT64 = _array.array("q")
+cdef array.array _DOUBLE = _array.array("d")
 cdef array.array _INT32 = _array.array("i")
 cdef array.array _BYTES = _array.array("B")
 # Arrow's string and list offsets are int32: values that would pass this many bytes or pairs are
@@ -142,8 +147,8 @@ cdef class TextColumn(Column):
             pass
         elif self.binary and type(value) is bytes:
             text, length = PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value)
-        elif not self.binary and type(value) is str:
-            text = _utf8_or_null(value, &length)
+        elif not self.binary and isinstance(value, str):  # a StrEnum too, as Arrow takes it
+            text = _utf8_or_null(<str>value, &length)
             if text == NULL:
                 return 0
         else:
@@ -238,6 +243,123 @@ cdef class Int64Column(Column):
             [self._validity(), _buffer(self.values)],
             null_count=self.nulls,
         )
+
+
+cdef class Float64Column(Column):
+    """Floats, or None (an int is Arrow's to convert: the column becomes a list)."""
+
+    def __cinit__(self, type_):
+        self.values = array.clone(_DOUBLE, 0, False)
+
+    cdef int _take(self, object value) except -1:
+        cdef double number = 0.0
+        if value is not None:
+            if type(value) is not float:
+                return 0
+            number = value
+        cdef Py_ssize_t size = len(self.values)
+        array.resize_smart(self.values, size + 1)
+        self.values.data.as_doubles[size] = number
+        return 1
+
+    cdef list _values(self):
+        return [self._value(i) if self.valid.data.as_uchars[i] else None for i in range(self.length)]
+
+    cdef object _value(self, Py_ssize_t index):
+        return self.values.data.as_doubles[index]
+
+    cdef bint _joins(self, Column other):
+        return type(other) is Float64Column
+
+    cdef int _join(self, Column other) except -1:
+        self.values.extend((<Float64Column>other).values)
+        return 0
+
+    def _arrow(self):
+        return pa.Array.from_buffers(
+            self.type_, self.length, [self._validity(), _buffer(self.values)], null_count=self.nulls
+        )
+
+
+cdef class SmallColumn(Column):
+    """Values that fit 32 bits (`_small`), held as int32 whatever Arrow's type: int32, the days of
+    date32, and booleans (as 0 or 1, packed into bits at the end), or None."""
+
+    def __cinit__(self, type_):
+        self.values = array.clone(_INT32, 0, False)
+        self.kind = (
+            _BOOLEAN if pa.types.is_boolean(type_) else _DAYS if pa.types.is_date32(type_) else _INT32_KIND
+        )
+
+    cdef int _take(self, object value) except -1:
+        cdef long long number = 0
+        if value is not None:
+            if self.kind == _BOOLEAN:
+                if type(value) is not bool:
+                    return 0
+                number = value is True
+            elif self.kind == _DAYS:
+                if type(value) is not date:
+                    return 0
+                number = _days(date_year(value), date_month(value), date_day(value))
+            else:
+                if type(value) is not int:
+                    return 0
+                try:
+                    number = value
+                except OverflowError:
+                    return 0
+                if not -2**31 <= number < 2**31:
+                    return 0
+        cdef Py_ssize_t size = len(self.values)
+        array.resize_smart(self.values, size + 1)
+        self.values.data.as_ints[size] = <int>number
+        return 1
+
+    cdef list _values(self):
+        return [self._value(i) if self.valid.data.as_uchars[i] else None for i in range(self.length)]
+
+    cdef object _value(self, Py_ssize_t index):
+        cdef int number = self.values.data.as_ints[index]
+        if self.kind == _BOOLEAN:
+            return number != 0
+        if self.kind == _DAYS:
+            return date.fromordinal(number + _EPOCH_ORDINAL)
+        return number
+
+    cdef bint _joins(self, Column other):
+        return type(other) is SmallColumn and (<SmallColumn>other).kind == self.kind
+
+    cdef int _join(self, Column other) except -1:
+        self.values.extend((<SmallColumn>other).values)
+        return 0
+
+    def _arrow(self):
+        if self.kind == _BOOLEAN:
+            values = np.frombuffer(self.values, np.int32).astype(np.uint8)
+            data = pa.py_buffer(np.packbits(values, bitorder="little"))
+        else:
+            data = _buffer(self.values)
+        return pa.Array.from_buffers(
+            self.type_, self.length, [self._validity(), data], null_count=self.nulls
+        )
+
+
+cdef enum:
+    _INT32_KIND = 0
+    _BOOLEAN = 1
+    _DAYS = 2
+
+cdef int _EPOCH_ORDINAL = 719163  # date(1970, 1, 1).toordinal()
+
+
+cdef inline long long _days(long long year, long long month, long long day):
+    """Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil)."""
+    year -= month <= 2
+    cdef long long era = (year if year >= 0 else year - 399) // 400
+    cdef long long of_era = year - era * 400
+    cdef long long of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
 
 
 cdef inline int _push32(array.array column, Py_ssize_t value) except -1:
@@ -469,12 +591,16 @@ cdef object _buffer(array.array column):
 
 
 cpdef Column column_for(object type_):
-    """The column for values of the Arrow type ``type_``: text, binary and int64 in buffers,
-    any other type in a list."""
+    """The column for values of the Arrow type ``type_``: text, binary, int64, float64, int32,
+    boolean, date32 and maps of text in buffers, any other type in a list."""
     if pa.types.is_string(type_) or pa.types.is_binary(type_):
         return TextColumn(type_)
     if type_ == pa.int64():
         return Int64Column(type_)
+    if type_ == pa.float64():
+        return Float64Column(type_)
+    if type_ == pa.int32() or pa.types.is_boolean(type_) or pa.types.is_date32(type_):
+        return SmallColumn(type_)
     if _text_map(type_):
         return MapColumn(type_)
     cdef Column column = Column(type_)
@@ -488,6 +614,24 @@ cdef bint _text_map(object type_):
         and pa.types.is_string(type_.key_type)
         and pa.types.is_string(type_.item_type)
     )
+
+
+def dict_arrays(list rows not None, tuple names not None, tuple types not None):
+    """The columns ``names`` of rows given as dicts, as Arrow arrays of ``types``: each row's
+    values added to their columns as the rows are read, a name the row lacks a null, equal to
+    ``pyarrow.array`` of the rows as structs of those fields."""
+    cdef Py_ssize_t index, count = len(names)
+    if len(types) != count:
+        raise ValueError(f"{count} names and {len(types)} types")
+    cdef list columns = [column_for(type_) for type_ in types]
+    cdef dict values
+    for row in rows:
+        if type(row) is not dict:
+            raise TypeError(f"a dict was expected, not {type(row).__name__}")
+        values = <dict>row
+        for index in range(count):
+            (<Column>columns[index]).add(values.get(names[index]))
+    return [(<Column>column).arrow(type_) for column, type_ in zip(columns, types)]
 
 
 def held_arrays(list rows not None, tuple types not None):

@@ -161,14 +161,28 @@ def dict_batch(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
     """`row_batch` of rows given as mappings (dicts): converted as Arrow structs."""
     dicts = [row if type(row) is dict else dict(row) for row in rows]
     struct = row_struct(table)
-    converted = pa.RecordBatch.from_struct_array(pa.array(dicts, _converted_struct(table)))
+    converted = _converted_columns(table, dicts)
     columns = [
-        _micros(converted.column(f"{f.name}{NS_SUFFIX}")).cast(f.type)
+        _micros(converted[f"{f.name}{NS_SUFFIX}"]).cast(f.type)
         if pa.types.is_timestamp(f.type)
-        else converted.column(f.name)
+        else converted[f.name]
         for f in struct
     ]
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(list(struct)))
+
+
+def _converted_columns(table: str, dicts: list[dict[str, Any]]) -> dict[str, pa.Array]:
+    """The columns `dict_batch` converts from the rows, by name; compiled, each value copied
+    into its column's buffers as the rows are read (`_arrow_columns.dict_arrays`), where
+    Arrow's conversion of the rows as structs checked each value through Python's protocols."""
+    struct = _converted_struct(table)
+    names = tuple(f.name for f in struct)
+    built = kernel("arrow_columns")
+    if built is None:
+        batch = pa.RecordBatch.from_struct_array(pa.array(dicts, struct))
+        return {name: batch.column(name) for name in names}
+    types = tuple(f.type for f in struct)
+    return dict(zip(names, built.dict_arrays(dicts, names, types), strict=True))
 
 
 def _held_array(values: Sequence[Any], type_: pa.DataType) -> pa.Array:
