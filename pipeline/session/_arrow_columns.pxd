@@ -34,6 +34,10 @@ cdef class SmallColumn(Column):
     cdef int kind
 
 
+cdef struct PairsMark:
+    Py_ssize_t frames, pairs, name_bytes, value_bytes
+
+
 cdef class HeaderPairs:
     cdef array.array frame_ends, name_ends, value_ends, names, values
     cdef readonly bint as_dicts
@@ -41,10 +45,13 @@ cdef class HeaderPairs:
     cdef HeaderPairs view(self, bint as_dicts)
     cdef HeaderPairs copy(self, bint as_dicts)
     cdef bint fits(self, Py_ssize_t pairs, Py_ssize_t name_bytes, Py_ssize_t value_bytes)
-    cdef bint takes_list(self, object pairs) except -1
-    cdef bint takes_dict(self, object headers) except -1
-    cdef int add_list(self, list pairs) except -1
-    cdef int add_dict(self, dict headers) except -1
+    cdef PairsMark mark(self)
+    cdef int rewind(self, PairsMark mark) except -1
+    cdef bint add_list(self, object pairs) except -1
+    cdef bint add_dict(self, object headers) except -1
+    cdef bint _push(self, array.array data, array.array ends, object text) except -1
+    cdef bint _frame_added(self, PairsMark mark) except -1
+    cdef bint _refused(self, PairsMark mark) except -1
     cdef int extend(self, HeaderPairs other) except -1
     cdef bint can_extend(self, HeaderPairs other)
     cdef str _text(self, array.array data, array.array ends, Py_ssize_t pair)

@@ -417,61 +417,80 @@ cdef class HeaderPairs:
             and len(self.values) + value_bytes <= self.limit
         )
 
-    cdef bint takes_list(self, object pairs) except -1:
-        """Whether ``pairs`` is a list of (str, str) tuples that fits, each text encoded (checked
-        before anything is added)."""
+    cdef PairsMark mark(self):
+        """Where the pairs end now, to `rewind` to."""
+        cdef PairsMark mark
+        mark.frames = len(self.frame_ends)
+        mark.pairs = len(self.name_ends)
+        mark.name_bytes = len(self.names)
+        mark.value_bytes = len(self.values)
+        return mark
+
+    cdef int rewind(self, PairsMark mark) except -1:
+        """The pairs as they were at ``mark``."""
+        array.resize_smart(self.frame_ends, mark.frames)
+        array.resize_smart(self.name_ends, mark.pairs)
+        array.resize_smart(self.value_ends, mark.pairs)
+        array.resize_smart(self.names, mark.name_bytes)
+        array.resize_smart(self.values, mark.value_bytes)
+        return 0
+
+    cdef bint add_list(self, object pairs) except -1:
+        """A frame's pairs when ``pairs`` is a list of (str, str) tuples that fits, each text
+        encoded; else False, and nothing added (checked as each pair is added, and undone)."""
         if type(pairs) is not list:
             return False
-        cdef Py_ssize_t name_bytes = 0, value_bytes = 0, length
+        cdef PairsMark mark = self.mark()
         for pair in <list>pairs:
             if type(pair) is not tuple or len(<tuple>pair) != 2:
-                return False
+                return self._refused(mark)
             name, value = <tuple>pair
-            if type(name) is not str or type(value) is not str:
-                return False
-            if not _utf8_length(name, &length):
-                return False
-            name_bytes += length
-            if not _utf8_length(value, &length):
-                return False
-            value_bytes += length
-        return self.fits(len(<list>pairs), name_bytes, value_bytes)
+            if not self._push(self.names, self.name_ends, name):
+                return self._refused(mark)
+            if not self._push(self.values, self.value_ends, value):
+                return self._refused(mark)
+        return self._frame_added(mark)
 
-    cdef bint takes_dict(self, object headers) except -1:
+    cdef bint add_dict(self, object headers) except -1:
+        """A frame's pairs when ``headers`` is a dict of str to str that fits, as `add_list`."""
         if type(headers) is not dict:
             return False
-        cdef Py_ssize_t name_bytes = 0, value_bytes = 0, length, position = 0
-        cdef PyObject* key
-        cdef PyObject* value
-        while PyDict_Next(<dict>headers, &position, &key, &value):
-            if type(<object>key) is not str or type(<object>value) is not str:
-                return False
-            if not _utf8_length(<object>key, &length):
-                return False
-            name_bytes += length
-            if not _utf8_length(<object>value, &length):
-                return False
-            value_bytes += length
-        return self.fits(len(<dict>headers), name_bytes, value_bytes)
-
-    cdef int add_list(self, list pairs) except -1:
-        """A frame's pairs, that `takes_list` took."""
-        cdef tuple pair
-        for item in pairs:
-            pair = <tuple>item
-            _push_text(self.names, self.name_ends, <str>pair[0])
-            _push_text(self.values, self.value_ends, <str>pair[1])
-        return _push32(self.frame_ends, len(self.name_ends) - 1)
-
-    cdef int add_dict(self, dict headers) except -1:
-        """A frame's pairs, that `takes_dict` took."""
+        cdef PairsMark mark = self.mark()
         cdef Py_ssize_t position = 0
         cdef PyObject* key
         cdef PyObject* value
-        while PyDict_Next(headers, &position, &key, &value):
-            _push_text(self.names, self.name_ends, <str>key)
-            _push_text(self.values, self.value_ends, <str>value)
-        return _push32(self.frame_ends, len(self.name_ends) - 1)
+        while PyDict_Next(<dict>headers, &position, &key, &value):
+            if not self._push(self.names, self.name_ends, <object>key):
+                return self._refused(mark)
+            if not self._push(self.values, self.value_ends, <object>value):
+                return self._refused(mark)
+        return self._frame_added(mark)
+
+    cdef bint _push(self, array.array data, array.array ends, object text) except -1:
+        """``text`` added when it is a str with UTF-8 that fits the column."""
+        if type(text) is not str:
+            return False
+        cdef Py_ssize_t length
+        cdef const char* utf8 = _utf8_or_null(<str>text, &length)
+        cdef Py_ssize_t size = len(data)
+        if utf8 == NULL or size + length > self.limit:
+            return False
+        if length:
+            array.resize_smart(data, size + length)
+            memcpy(data.data.as_uchars + size, utf8, length)
+        _push32(ends, size + length)
+        return True
+
+    cdef bint _frame_added(self, PairsMark mark) except -1:
+        cdef Py_ssize_t pairs = len(self.name_ends) - 1
+        if pairs > self.limit:
+            return self._refused(mark)
+        _push32(self.frame_ends, pairs)
+        return True
+
+    cdef bint _refused(self, PairsMark mark) except -1:
+        self.rewind(mark)
+        return False
 
     cdef int extend(self, HeaderPairs other) except -1:
         _extend_ends(self.frame_ends, other.frame_ends, len(self.name_ends) - 1)
@@ -550,10 +569,8 @@ cdef class MapColumn(Column):
         self.pairs = HeaderPairs(True)
 
     cdef int _take(self, object value) except -1:
-        if not self.pairs.takes_dict(value):
-            return 0  # None among them (rare): Arrow converts the list
-        self.pairs.add_dict(<dict>value)
-        return 1
+        # None among them (rare): Arrow converts the list
+        return self.pairs.add_dict(value)
 
     cdef list _values(self):
         return list(self.pairs)

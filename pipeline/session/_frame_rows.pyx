@@ -8,7 +8,13 @@ from cpython cimport array
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject
 
-from pipeline.session._arrow_columns cimport Column, HeaderPairs, Int64Column, TextColumn
+from pipeline.session._arrow_columns cimport (
+    Column,
+    HeaderPairs,
+    Int64Column,
+    PairsMark,
+    TextColumn,
+)
 
 import array as _array
 
@@ -163,24 +169,6 @@ cdef class FrameColumns:
         _push(self.tcp_offset, c_tcp_offset)
         self.violation.add(violation)
 
-    cdef bint _takes(self, object headers, object header_list, bint follows) except -1:
-        """Whether the frame's pairs can join the pairs held (a frame whose headers follow its
-        list adds to the map only once the map has pairs of its own)."""
-        if not self.pair_list.takes_list(header_list):
-            return False
-        if follows and self.pair_map is None:
-            return True
-        cdef HeaderPairs map_pairs = self.pair_list if self.pair_map is None else self.pair_map
-        return map_pairs.takes_dict(headers)
-
-    cdef int _add_pairs(self, dict headers, list header_list, bint follows) except -1:
-        if not follows and self.pair_map is None:
-            self.pair_map = self.pair_list.copy(True)
-        self.pair_list.add_list(header_list)
-        if self.pair_map is not None:
-            self.pair_map.add_dict(headers)
-        return 0
-
     cdef int _hold_as_objects(self) except -1:
         self.headers = list(self._headers_column())
         self.header_list = list(self.pair_list)
@@ -212,15 +200,23 @@ cdef class FrameColumns:
         return 0
 
     cdef int _add_headers(self, object headers, object header_list) except -1:
-        """One frame's headers: as pairs where they fit, else as the objects given."""
+        """One frame's headers: as pairs where they fit, else as the objects given. A frame
+        whose headers follow its list adds to the map only once the map has pairs of its own
+        (until then the map is a view of the list)."""
         cdef bint follows = headers_follow_list(headers, header_list)
-        if self.pair_list is not None and not self._takes(headers, header_list, follows):
-            self._hold_as_objects()
+        cdef PairsMark mark
+        if self.pair_list is not None:
+            if not follows and self.pair_map is None:
+                self.pair_map = self.pair_list.copy(True)
+            mark = self.pair_list.mark()
+            if not self.pair_list.add_list(header_list) or (
+                self.pair_map is not None and not self.pair_map.add_dict(headers)
+            ):
+                self.pair_list.rewind(mark)
+                self._hold_as_objects()
         if self.pair_list is None:
             self.headers.append(headers)
             self.header_list.append(header_list)
-        else:
-            self._add_pairs(<dict>headers, <list>header_list, follows)
         if not follows:
             self.regular = False
         return 0

@@ -38,6 +38,7 @@ CASES: list[tuple[pa.DataType, list[Any]]] = [
     (pa.float64(), [2.5, 1]),
     (pa.date32(), [date(2025, 1, 15), datetime(2025, 1, 15, 10, 0)]),
     (TEXT_MAP, [{"a": "1"}, None, {"b": "2"}]),
+    (TEXT_MAP, [{"a": "1"}, {"b": "2", "c": None}, {"d": "4"}]),  # refused after "b"
     (TEXT_MAP, [{"a": "1"}, [("b", "2")]]),
 ]
 

@@ -34,6 +34,9 @@ ENTRIES: list[tuple[Any, Any, bool]] = [
     ({"a": "1"}, [("a", "1", "?")], False),
     ({"a": "1"}, None, False),  # rows given as dicts may hold anything
     (None, [("a", "1")], False),
+    # refused after pairs were added: the list's second value, then the map's alone
+    ({"a": "1", "b": 2}, [("a", "1"), ("b", 2)], True),
+    ({"a": "1", "b": 2}, [("a", "1"), ("b", "2")], False),
 ]
 
 
