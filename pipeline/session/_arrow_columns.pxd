@@ -21,16 +21,20 @@ cdef class TextColumn(Column):
     cdef Py_ssize_t limit
 
 
-cdef class Int64Column(Column):
+cdef class FixedColumn(Column):
     cdef array.array values
+    cdef object _data(self)
 
 
-cdef class Float64Column(Column):
-    cdef array.array values
+cdef class Int64Column(FixedColumn):
+    pass
 
 
-cdef class SmallColumn(Column):
-    cdef array.array values
+cdef class Float64Column(FixedColumn):
+    pass
+
+
+cdef class SmallColumn(FixedColumn):
     cdef int kind
 
 

@@ -199,7 +199,30 @@ cdef class TextColumn(Column):
         )
 
 
-cdef class Int64Column(Column):
+cdef class FixedColumn(Column):
+    """Values of one width, in a C array (`values`), or None."""
+
+    cdef list _values(self):
+        cdef const unsigned char* valid = self.valid.data.as_uchars
+        return [self._value(i) if valid[i] else None for i in range(self.length)]
+
+    cdef bint _joins(self, Column other):
+        return type(other) is type(self)
+
+    cdef int _join(self, Column other) except -1:
+        self.values.extend((<FixedColumn>other).values)
+        return 0
+
+    cdef object _data(self):
+        return _buffer(self.values)
+
+    def _arrow(self):
+        return pa.Array.from_buffers(
+            self.type_, self.length, [self._validity(), self._data()], null_count=self.nulls
+        )
+
+
+cdef class Int64Column(FixedColumn):
     """Integers that int64 holds, or None."""
 
     def __cinit__(self, type_):
@@ -207,45 +230,16 @@ cdef class Int64Column(Column):
 
     cdef int _take(self, object value) except -1:
         cdef long long number = 0
-        if value is not None:
-            if type(value) is not int:
-                return 0
-            try:
-                number = value
-            except OverflowError:
-                return 0
-        cdef Py_ssize_t size = len(self.values)
-        array.resize_smart(self.values, size + 1)
-        self.values.data.as_longlongs[size] = number
+        if value is not None and not _as_int(value, &number):
+            return 0
+        self.values.data.as_longlongs[_grown(self.values)] = number
         return 1
-
-    cdef list _values(self):
-        cdef list values = []
-        cdef Py_ssize_t i
-        for i in range(self.length):
-            values.append(self.values.data.as_longlongs[i] if self.valid.data.as_uchars[i] else None)
-        return values
 
     cdef object _value(self, Py_ssize_t index):
         return self.values.data.as_longlongs[index]
 
-    cdef bint _joins(self, Column other):
-        return type(other) is Int64Column
 
-    cdef int _join(self, Column other) except -1:
-        self.values.extend((<Int64Column>other).values)
-        return 0
-
-    def _arrow(self):
-        return pa.Array.from_buffers(
-            self.type_,
-            self.length,
-            [self._validity(), _buffer(self.values)],
-            null_count=self.nulls,
-        )
-
-
-cdef class Float64Column(Column):
+cdef class Float64Column(FixedColumn):
     """Floats, or None (an int is Arrow's to convert: the column becomes a list)."""
 
     def __cinit__(self, type_):
@@ -257,39 +251,24 @@ cdef class Float64Column(Column):
             if type(value) is not float:
                 return 0
             number = value
-        cdef Py_ssize_t size = len(self.values)
-        array.resize_smart(self.values, size + 1)
-        self.values.data.as_doubles[size] = number
+        self.values.data.as_doubles[_grown(self.values)] = number
         return 1
-
-    cdef list _values(self):
-        return [self._value(i) if self.valid.data.as_uchars[i] else None for i in range(self.length)]
 
     cdef object _value(self, Py_ssize_t index):
         return self.values.data.as_doubles[index]
 
-    cdef bint _joins(self, Column other):
-        return type(other) is Float64Column
 
-    cdef int _join(self, Column other) except -1:
-        self.values.extend((<Float64Column>other).values)
-        return 0
-
-    def _arrow(self):
-        return pa.Array.from_buffers(
-            self.type_, self.length, [self._validity(), _buffer(self.values)], null_count=self.nulls
-        )
-
-
-cdef class SmallColumn(Column):
-    """Values that fit 32 bits (`_small`), held as int32 whatever Arrow's type: int32, the days of
-    date32, and booleans (as 0 or 1, packed into bits at the end), or None."""
+cdef class SmallColumn(FixedColumn):
+    """Values held as int32 whatever Arrow's type: int32, the days of date32, and booleans (as 0
+    or 1, packed into bits at the end), or None."""
 
     def __cinit__(self, type_):
         self.values = array.clone(_INT32, 0, False)
-        self.kind = (
-            _BOOLEAN if pa.types.is_boolean(type_) else _DAYS if pa.types.is_date32(type_) else _INT32_KIND
-        )
+        self.kind = _INT32_KIND
+        if pa.types.is_boolean(type_):
+            self.kind = _BOOLEAN
+        elif pa.types.is_date32(type_):
+            self.kind = _DAYS
 
     cdef int _take(self, object value) except -1:
         cdef long long number = 0
@@ -302,22 +281,10 @@ cdef class SmallColumn(Column):
                 if type(value) is not date:
                     return 0
                 number = _days(date_year(value), date_month(value), date_day(value))
-            else:
-                if type(value) is not int:
-                    return 0
-                try:
-                    number = value
-                except OverflowError:
-                    return 0
-                if not -2**31 <= number < 2**31:
-                    return 0
-        cdef Py_ssize_t size = len(self.values)
-        array.resize_smart(self.values, size + 1)
-        self.values.data.as_ints[size] = <int>number
+            elif not _as_int(value, &number) or not -2**31 <= number < 2**31:
+                return 0
+        self.values.data.as_ints[_grown(self.values)] = <int>number
         return 1
-
-    cdef list _values(self):
-        return [self._value(i) if self.valid.data.as_uchars[i] else None for i in range(self.length)]
 
     cdef object _value(self, Py_ssize_t index):
         cdef int number = self.values.data.as_ints[index]
@@ -330,19 +297,29 @@ cdef class SmallColumn(Column):
     cdef bint _joins(self, Column other):
         return type(other) is SmallColumn and (<SmallColumn>other).kind == self.kind
 
-    cdef int _join(self, Column other) except -1:
-        self.values.extend((<SmallColumn>other).values)
-        return 0
+    cdef object _data(self):
+        if self.kind != _BOOLEAN:
+            return _buffer(self.values)
+        bits = np.packbits(np.frombuffer(self.values, np.int32).astype(np.uint8), bitorder="little")
+        return pa.py_buffer(bits)
 
-    def _arrow(self):
-        if self.kind == _BOOLEAN:
-            values = np.frombuffer(self.values, np.int32).astype(np.uint8)
-            data = pa.py_buffer(np.packbits(values, bitorder="little"))
-        else:
-            data = _buffer(self.values)
-        return pa.Array.from_buffers(
-            self.type_, self.length, [self._validity(), data], null_count=self.nulls
-        )
+
+cdef inline Py_ssize_t _grown(array.array values) except -1:
+    """The index of a new last value of ``values``."""
+    cdef Py_ssize_t size = len(values)
+    array.resize_smart(values, size + 1)
+    return size
+
+
+cdef inline bint _as_int(object value, long long* number) except -1:
+    """Whether ``value`` is an int that int64 holds, set into ``number``."""
+    if type(value) is not int:
+        return False
+    try:
+        number[0] = value
+    except OverflowError:
+        return False
+    return True
 
 
 cdef enum:
