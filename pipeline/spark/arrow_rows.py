@@ -158,7 +158,8 @@ def slot_batch(kind: type[SlotRow], rows: list[SlotRow]) -> pa.RecordBatch:
 
 
 def dict_batch(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
-    """`row_batch` of rows given as mappings (dicts): converted as Arrow structs."""
+    """`row_batch` of rows given as mappings (dicts): the columns of their fields, a field a
+    row lacks a null there, as Arrow converts the rows as structs (`_converted_columns`)."""
     dicts = [row if type(row) is dict else dict(row) for row in rows]
     struct = row_struct(table)
     converted = _converted_columns(table, dicts)
