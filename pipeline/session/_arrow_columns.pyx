@@ -2,11 +2,12 @@
 """Table columns built in Arrow's layout as their values come, a value at a time.
 
 `pyarrow.array` over a list of Python objects checks every value's type through Python's
-protocols before it copies it; here a text or integer value is copied straight into the
-column's buffers, and Arrow takes the buffers whole. A value of another type (or one the
-buffers cannot hold: text past int32 offsets, an integer past int64) turns the column into a
-list from then on, converted by `pyarrow.array` as before, so that the result and its errors
-are Arrow's own. Columns of other types are lists throughout.
+protocols before it copies it; here a value (text, bytes, an int, a float, a bool, a date, a
+dict of text) is copied straight into the column's buffers, and Arrow takes the buffers whole.
+A value of another type (or one the buffers cannot hold: text past int32 offsets, an integer
+past the column's width) turns the column into a list from then on, converted by
+`pyarrow.array` as before, so that the result and its errors are Arrow's own. Columns of other
+types (lists, structs) are lists throughout.
 
 `tests/pipeline/session/test_arrow_columns.py` holds them to `pyarrow.array` of the same values.
 """
