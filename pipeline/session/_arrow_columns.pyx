@@ -26,8 +26,7 @@ import pyarrow as pa
 
 
 cdef extern from "Python.h":
-    const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
-    # the same, its error left to the caller
+    # PyUnicode_AsUTF8AndSize, its error left to the caller
     const char* _utf8 "PyUnicode_AsUTF8AndSize"(object text, Py_ssize_t* size)
     void PyErr_Clear()
     object PyUnicode_DecodeUTF8(const char* data, Py_ssize_t size, const char* errors)
@@ -154,16 +153,7 @@ cdef class TextColumn(Column):
                 return 0
         else:
             return 0
-        cdef Py_ssize_t size = len(self.data)
-        if size + length > self.limit:
-            return 0
-        if length:
-            array.resize_smart(self.data, size + length)
-            memcpy(self.data.data.as_uchars + size, text, length)
-        cdef Py_ssize_t ends = len(self.ends)
-        array.resize_smart(self.ends, ends + 1)
-        self.ends.data.as_ints[ends] = <int>(size + length)
-        return 1
+        return _append(self.data, self.ends, text, length, self.limit)
 
     cdef list _values(self):
         cdef list values = []
@@ -347,13 +337,19 @@ cdef inline int _push32(array.array column, Py_ssize_t value) except -1:
     return 0
 
 
-cdef inline int _push_text(array.array data, array.array ends, str text) except -1:
-    cdef Py_ssize_t length
-    cdef const char* utf8 = PyUnicode_AsUTF8AndSize(text, &length)
+cdef inline bint _append(
+    array.array data, array.array ends, const char* text, Py_ssize_t length, Py_ssize_t limit
+) except -1:
+    """``length`` bytes of ``text`` added as one value of a column of bytes (``data``) and
+    their offsets (``ends``), unless the bytes would pass ``limit``."""
     cdef Py_ssize_t size = len(data)
-    array.resize_smart(data, size + length)
-    memcpy(data.data.as_uchars + size, utf8, length)
-    return _push32(ends, size + length)
+    if size + length > limit:
+        return False
+    if length:
+        array.resize_smart(data, size + length)
+        memcpy(data.data.as_uchars + size, text, length)
+    _push32(ends, size + length)
+    return True
 
 
 cdef class HeaderPairs:
@@ -450,14 +446,7 @@ cdef class HeaderPairs:
             return False
         cdef Py_ssize_t length
         cdef const char* utf8 = _utf8_or_null(<str>text, &length)
-        cdef Py_ssize_t size = len(data)
-        if utf8 == NULL or size + length > self.limit:
-            return False
-        if length:
-            array.resize_smart(data, size + length)
-            memcpy(data.data.as_uchars + size, utf8, length)
-        _push32(ends, size + length)
-        return True
+        return utf8 != NULL and _append(data, ends, utf8, length, self.limit)
 
     cdef bint _frame_added(self, PairsMark mark) except -1:
         cdef Py_ssize_t pairs = len(self.name_ends) - 1
@@ -567,10 +556,6 @@ cdef inline const char* _utf8_or_null(str text, Py_ssize_t* length):
     if utf8 == NULL:
         PyErr_Clear()
     return utf8
-
-
-cdef inline bint _utf8_length(str text, Py_ssize_t* length):
-    return _utf8_or_null(text, length) != NULL
 
 
 cdef int _extend_bytes(array.array mine, array.array theirs) except -1:
