@@ -1,4 +1,32 @@
 from cpython cimport array
+from libc.string cimport memcpy
+
+
+cdef extern from *:
+    # the array's C struct, as Cython's own array.pxd names it, for its allocated length
+    ctypedef struct _ArrayObject "arrayobject":
+        Py_ssize_t allocated
+
+
+cdef inline int resized(array.array values, Py_ssize_t size) except -1:
+    """``values`` made ``size`` items long, its allocation doubled when it must grow: joins
+    and appends then copy what is held a bounded number of times (Python's own array.extend
+    allocates 6% ahead, and copied a row group's columns again at each join)."""
+    cdef Py_ssize_t allocated = (<_ArrayObject*><void*>values).allocated
+    if size > allocated:
+        array.resize(values, max(size, 2 * allocated, 16))
+    values.ob_size = size
+    return 0
+
+
+cdef inline int extended(array.array values, array.array more) except -1:
+    """``more``'s items (of the same type) added after those of ``values``."""
+    cdef Py_ssize_t size = values.ob_size, count = more.ob_size
+    cdef Py_ssize_t width = values.ob_descr.itemsize
+    if count:
+        resized(values, size + count)
+        memcpy(values.data.as_chars + size * width, more.data.as_chars, count * width)
+    return 0
 
 
 cdef class Column:

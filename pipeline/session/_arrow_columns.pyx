@@ -61,7 +61,7 @@ cdef class Column:
             self.fallback = self._values()
             self.fallback.append(value)
             return 0
-        array.resize_smart(self.valid, self.length + 1)
+        resized(self.valid, self.length + 1)
         self.valid.data.as_uchars[self.length] = value is not None
         self.nulls += value is None
         self.length += 1
@@ -93,7 +93,7 @@ cdef class Column:
             other = <Column>values
             if self.fallback is None and other.fallback is None and self._joins(other):
                 self._join(other)
-                _extend_bytes(self.valid, other.valid)
+                extended(self.valid, other.valid)
                 self.length += other.length
                 self.nulls += other.nulls
                 return
@@ -178,7 +178,7 @@ cdef class TextColumn(Column):
     cdef int _join(self, Column other) except -1:
         cdef TextColumn text = <TextColumn>other
         _extend_ends(self.ends, text.ends, len(self.data))
-        _extend_bytes(self.data, text.data)
+        extended(self.data, text.data)
         return 0
 
     def _arrow(self):
@@ -201,7 +201,7 @@ cdef class FixedColumn(Column):
         return type(other) is type(self)
 
     cdef int _join(self, Column other) except -1:
-        self.values.extend((<FixedColumn>other).values)
+        extended(self.values, (<FixedColumn>other).values)
         return 0
 
     cdef object _data(self):
@@ -298,7 +298,7 @@ cdef class SmallColumn(FixedColumn):
 cdef inline Py_ssize_t _grown(array.array values) except -1:
     """The index of a new last value of ``values``."""
     cdef Py_ssize_t size = len(values)
-    array.resize_smart(values, size + 1)
+    resized(values, size + 1)
     return size
 
 
@@ -332,7 +332,7 @@ cdef inline long long _days(long long year, long long month, long long day):
 
 cdef inline int _push32(array.array column, Py_ssize_t value) except -1:
     cdef Py_ssize_t size = len(column)
-    array.resize_smart(column, size + 1)
+    resized(column, size + 1)
     column.data.as_ints[size] = <int>value
     return 0
 
@@ -346,7 +346,7 @@ cdef inline bint _append(
     if size + length > limit:
         return False
     if length:
-        array.resize_smart(data, size + length)
+        resized(data, size + length)
         memcpy(data.data.as_uchars + size, text, length)
     _push32(ends, size + length)
     return True
@@ -402,11 +402,11 @@ cdef class HeaderPairs:
 
     cdef int rewind(self, PairsMark mark) except -1:
         """The pairs as they were at ``mark``."""
-        array.resize_smart(self.frame_ends, mark.frames)
-        array.resize_smart(self.name_ends, mark.pairs)
-        array.resize_smart(self.value_ends, mark.pairs)
-        array.resize_smart(self.names, mark.name_bytes)
-        array.resize_smart(self.values, mark.value_bytes)
+        resized(self.frame_ends, mark.frames)
+        resized(self.name_ends, mark.pairs)
+        resized(self.value_ends, mark.pairs)
+        resized(self.names, mark.name_bytes)
+        resized(self.values, mark.value_bytes)
         return 0
 
     cdef bint add_list(self, object pairs) except -1:
@@ -463,8 +463,8 @@ cdef class HeaderPairs:
         _extend_ends(self.frame_ends, other.frame_ends, len(self.name_ends) - 1)
         _extend_ends(self.name_ends, other.name_ends, len(self.names))
         _extend_ends(self.value_ends, other.value_ends, len(self.values))
-        self.names.extend(other.names)
-        self.values.extend(other.values)
+        extended(self.names, other.names)
+        extended(self.values, other.values)
         return 0
 
     cdef bint can_extend(self, HeaderPairs other):
@@ -523,7 +523,7 @@ cdef class HeaderPairs:
 cdef int _extend_ends(array.array mine, array.array theirs, Py_ssize_t base) except -1:
     """Their offsets (after their leading 0) after mine, moved by ``base``."""
     cdef Py_ssize_t size = len(mine), count = len(theirs) - 1, i
-    array.resize_smart(mine, size + count)
+    resized(mine, size + count)
     for i in range(count):
         mine.data.as_ints[size + i] = <int>(base + theirs.data.as_ints[i + 1])
     return 0
@@ -556,14 +556,6 @@ cdef inline const char* _utf8_or_null(str text, Py_ssize_t* length):
     if utf8 == NULL:
         PyErr_Clear()
     return utf8
-
-
-cdef int _extend_bytes(array.array mine, array.array theirs) except -1:
-    cdef Py_ssize_t size = len(mine), count = len(theirs)
-    if count:
-        array.resize_smart(mine, size + count)
-        memcpy(mine.data.as_uchars + size, theirs.data.as_uchars, count)
-    return 0
 
 
 cdef object _buffer(array.array column):

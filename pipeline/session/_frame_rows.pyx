@@ -14,6 +14,8 @@ from pipeline.session._arrow_columns cimport (
     Int64Column,
     PairsMark,
     TextColumn,
+    extended,
+    resized,
 )
 
 import array as _array
@@ -35,7 +37,7 @@ cdef Py_ssize_t HEADERS = 6, HEADER_LIST = 7
 
 cdef inline int _push(array.array column, long long value) except -1:
     cdef Py_ssize_t size = len(column)
-    array.resize_smart(column, size + 1)
+    resized(column, size + 1)
     column.data.as_longlongs[size] = value
     return 0
 
@@ -194,7 +196,13 @@ cdef class FrameColumns:
             for headers, header_list in zip(columns[HEADERS], columns[HEADER_LIST]):
                 self._add_headers(headers, header_list)
         for position, (mine, given) in enumerate(zip(self.columns, columns)):
-            if position != HEADERS and position != HEADER_LIST:
+            if position == HEADERS or position == HEADER_LIST:
+                continue
+            if type(mine) is array.array and type(given) is array.array and (
+                (<array.array>mine).ob_descr.typecode == (<array.array>given).ob_descr.typecode
+            ):
+                extended(mine, given)
+            else:
                 mine.extend(given)
         self.regular = self.regular and regular
         return 0

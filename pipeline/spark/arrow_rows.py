@@ -46,8 +46,8 @@ class HeldFrames:
 
     __slots__ = ("rows",)
 
-    def __init__(self) -> None:
-        self.rows = new_frame_rows()
+    def __init__(self, rows: FrameRows | None = None) -> None:
+        self.rows = new_frame_rows() if rows is None else rows
 
     def extend(self, rows: Iterable[TableRow]) -> None:
         self.rows.extend(rows)
@@ -64,9 +64,9 @@ class HeldDicts:
 
     __slots__ = ("table", "rows")
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, rows: list[TableRow] | None = None) -> None:
         self.table = table
-        self.rows: list[TableRow] = []
+        self.rows: list[TableRow] = [] if rows is None else rows
 
     def extend(self, rows: Iterable[TableRow]) -> None:
         self.rows.extend(rows)
@@ -84,8 +84,8 @@ class HeldSlots(HeldDicts):
 
     __slots__ = ("kind",)
 
-    def __init__(self, kind: type[SlotRow]) -> None:
-        super().__init__(kind.TABLE)
+    def __init__(self, kind: type[SlotRow], rows: list[TableRow] | None = None) -> None:
+        super().__init__(kind.TABLE, rows)
         self.kind = kind
 
     def batch(self) -> pa.RecordBatch:
@@ -95,20 +95,29 @@ class HeldSlots(HeldDicts):
         return dict_batch(self.table, self.rows)
 
 
-def held_rows(table: str) -> HeldRows:
-    """Empty rows of ``table``, in the shape its rows are built in."""
+def held_rows(table: str, rows: Iterable[TableRow] = ()) -> HeldRows:
+    """``rows`` of ``table``, held in the shape its rows are built in. A container of that
+    shape (`FrameRows` for the frames, a list for the others) is taken over, not copied: the
+    writer holds a row group's first rows as the flow pass handed them."""
+    held: HeldRows
     if table == "frames":
-        return HeldFrames()
-    kind = SLOT_KINDS.get(table)
-    return HeldDicts(table) if kind is None else HeldSlots(kind)
+        if isinstance(rows, FrameRows):
+            return HeldFrames(rows)
+        held = HeldFrames()
+    else:
+        kind = SLOT_KINDS.get(table)
+        taken = rows if type(rows) is list else None
+        held = HeldDicts(table, taken) if kind is None else HeldSlots(kind, taken)
+        if taken is not None:
+            return held
+    held.extend(rows)
+    return held
 
 
 def row_batch(table: str, rows: Iterable[TableRow]) -> pa.RecordBatch:
     """Rows as the writer converts them: raises on a value the table's types cannot hold (an
     integer past int64, a date out of range), where writing them would."""
-    held = held_rows(table)
-    held.extend(rows)
-    return held.batch()
+    return held_rows(table, rows).batch()
 
 
 @functools.cache

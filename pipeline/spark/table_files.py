@@ -117,13 +117,15 @@ class TableFileWriter:
         self._writing: Future[None] | None = None  # the row group being encoded and written
 
     def add(self, table: str, rows: Iterable[TableRow]) -> None:
+        """``rows`` are taken over: their container may be held as it is, until written."""
         held = self._held.get(table)
         if held is None:
-            held = self._held[table] = held_rows(table)
-        held.extend(rows)
+            held = self._held[table] = held_rows(table, rows)
+        else:
+            held.extend(rows)
         if len(held) >= ROW_GROUP_ROWS:
             self._write(table, held)
-            self._held[table] = held_rows(table)
+            del self._held[table]
 
     def close(self) -> list[WrittenFile]:
         for table, held in self._held.items():

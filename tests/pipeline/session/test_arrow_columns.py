@@ -111,6 +111,15 @@ def test_columns_extended_by_columns_or_values(type_: pa.DataType, values: list[
         assert column.arrow().equals(pa.array(expected, type_))
 
 
+@pytest.mark.parametrize(("type_", "values"), CASES)
+def test_columns_joined_many_times_keep_every_value(type_: pa.DataType, values: list[Any]) -> None:
+    """Each join grows the buffers past what they hold, as a row group's joins do."""
+    column = _filled(type_, [])
+    for _ in range(300):
+        column.extend(_filled(type_, values))
+    assert column.arrow().equals(pa.array(values * 300, type_))
+
+
 def test_text_joined_past_arrows_offsets_is_converted_by_arrow(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 import schemas
 from pipeline.session.clock import to_datetime
-from pipeline.session.frame_rows import FrameRows
+from pipeline.session.frame_rows import FrameRows, new_frame_rows
 from pipeline.session.message_rows import AckRow, MessageRow
 from pipeline.session.rows import NS_SUFFIX, TableRow
 from pipeline.spark.arrow_rows import (
@@ -37,6 +37,17 @@ def test_each_table_is_held_in_the_shape_its_rows_are_built_in() -> None:
     frames = held_rows("frames")
     assert isinstance(frames, HeldFrames) and isinstance(frames.rows, FrameRows)
     assert {held_rows(t).kind for t in ("messages", "acks")} == {MessageRow, AckRow}  # type: ignore[attr-defined]
+
+
+def test_rows_held_in_their_tables_shape_are_taken_over_not_copied() -> None:
+    frames = new_frame_rows()
+    assert held_rows("frames", frames).rows is frames  # type: ignore[attr-defined]
+    for table in ("messages", "anomalies"):
+        rows: list[TableRow] = []
+        assert held_rows(table, rows).rows is rows, table  # type: ignore[attr-defined]
+    given = (anomaly_row(15, 0),)  # not a list: copied
+    held = held_rows("anomalies", given)
+    assert len(held) == 1 and held.rows is not given  # type: ignore[attr-defined]
 
 
 def test_every_table_has_a_row_struct_without_the_batch_id() -> None:
