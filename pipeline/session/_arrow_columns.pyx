@@ -26,6 +26,7 @@ import pyarrow as pa
 
 
 cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object value, int* overflow) except? -1
     # PyUnicode_AsUTF8AndSize, its error left to the caller
     const char* _utf8 "PyUnicode_AsUTF8AndSize"(object text, Py_ssize_t* size)
     void PyErr_Clear()
@@ -303,14 +304,13 @@ cdef inline Py_ssize_t _grown(array.array values) except -1:
 
 
 cdef inline bint _as_int(object value, long long* number) except -1:
-    """Whether ``value`` is an int that int64 holds, set into ``number``."""
+    """Whether ``value`` is an int that int64 holds, set into ``number`` (past int64, without
+    raising and catching Python's OverflowError: that cost more than the rest of a value)."""
     if type(value) is not int:
         return False
-    try:
-        number[0] = value
-    except OverflowError:
-        return False
-    return True
+    cdef int overflow = 0
+    number[0] = PyLong_AsLongLongAndOverflow(value, &overflow)
+    return overflow == 0
 
 
 cdef enum:

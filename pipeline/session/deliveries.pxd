@@ -1,8 +1,27 @@
-# Compiled from deliveries.py (pipeline.compiled.SOURCE_MODULES): DeliveryLedger as an extension
-# type, read typed by the protocol state (protocol.pxd).
+# Compiled from deliveries.py (pipeline.compiled.SOURCE_MODULES): DeliveryLedger, the
+# subscriptions and the deliveries as extension types, their fields read as C struct members
+# (by the protocol state too: protocol.pxd).
+
+import cython
 
 from pipeline.session.message_rows cimport MessageFields as CMessageFields
 from pipeline.session.streams cimport Stamp as CStamp
+
+
+cdef class Subscription:
+    cdef public object sub_id, destination, ack_mode, selector, headers, frame_index
+    cdef public object subscribed, unsubscribed, pending
+    cdef public Py_ssize_t delivered, acked, nacked, abandoned
+
+
+cdef class Delivery:
+    cdef public object frame_index, row, keys, delivered
+    cdef public Subscription subscription
+    cdef public Py_ssize_t held
+
+
+cdef class SpilledDelivery(Delivery):
+    cdef public Py_ssize_t slot
 
 
 cdef class DeliveryLedger:
@@ -16,10 +35,13 @@ cdef class DeliveryLedger:
     cpdef spill_oldest(self, Py_ssize_t max_count)
     cpdef subscription_for(self, sub_id, destination)
     cpdef bint seen_before(self, message_id)
-    cpdef deliver(self, frame_index, row, subscription, ack, message_id, at, Py_ssize_t held)
+    cpdef deliver(
+        self, frame_index, row, Subscription subscription, ack, message_id, at, Py_ssize_t held
+    )
     cpdef find(self, tuple keys)
-    cpdef list settle(self, named, outcome, at, ack_frame_index)
-    cpdef _forget(self, delivery)
+    @cython.locals(subscription=Subscription, delivery=Delivery)
+    cpdef list settle(self, Delivery named, outcome, at, ack_frame_index)
+    cpdef _forget(self, Delivery delivery)
 
 
 # a MESSAGE's row settled: its fields set as C struct members

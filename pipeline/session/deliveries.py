@@ -17,7 +17,6 @@ unsettled are handed over as `UnsettledRows`, the spilled ones read back a batch
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pipeline.compiled import set_slot_values, slot_values
@@ -40,21 +39,58 @@ RECENT_MESSAGE_IDS = 1024
 PENDING_ROW_BYTES = 2048
 
 
-@dataclass(slots=True)
 class Subscription:
-    sub_id: str | None
-    destination: str | None
-    ack_mode: str | None
-    selector: str | None
-    headers: dict[str, str]
-    frame_index: int | None
-    subscribed: Stamp
-    unsubscribed: Stamp | None = None
-    delivered: int = 0
-    acked: int = 0
-    nacked: int = 0
-    abandoned: int = 0  # given up as never acknowledged to bound memory
-    pending: OrderedDict[int, Delivery] = field(default_factory=OrderedDict)
+    """A SUBSCRIBE (or the subscription a MESSAGE names, never seen subscribed) and the
+    MESSAGEs delivered to it that are unsettled, oldest first (`pending`)."""
+
+    __slots__ = (
+        "sub_id",
+        "destination",
+        "ack_mode",
+        "selector",
+        "headers",
+        "frame_index",
+        "subscribed",
+        "unsubscribed",
+        "delivered",
+        "acked",
+        "nacked",
+        "abandoned",
+        "pending",
+    )
+
+    def __init__(
+        self,
+        sub_id: str | None,
+        destination: str | None,
+        ack_mode: str | None,
+        selector: str | None,
+        headers: dict[str, str],
+        frame_index: int | None,
+        subscribed: Stamp,
+    ) -> None:
+        self.sub_id = sub_id
+        self.destination = destination
+        self.ack_mode = ack_mode
+        self.selector = selector
+        self.headers = headers
+        self.frame_index = frame_index
+        self.subscribed = subscribed
+        self.unsubscribed: Stamp | None = None
+        self.delivered = 0
+        self.acked = 0
+        self.nacked = 0
+        self.abandoned = 0  # given up as never acknowledged to bound memory
+        self.pending: OrderedDict[int, Delivery] = OrderedDict()
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
+
+    def __repr__(self) -> str:
+        return f"Subscription({self.sub_id!r}, {self.destination!r}, {self.ack_mode!r})"
 
     def row(self, session_id: str, ended_by: str, spilled: int = 0) -> Row:
         """``spilled``: its unsettled MESSAGEs held on disk (`DeliveryLedger.spilled_count`)."""
@@ -79,21 +115,58 @@ class Subscription:
         }
 
 
-@dataclass(slots=True)
 class Delivery:
-    frame_index: int
-    row: MessageRow  # emitted once settled
-    subscription: Subscription
-    keys: tuple[str, ...]
-    delivered: Stamp
-    held: int = 0  # bytes of memory it holds (`held_bytes`)
+    """A MESSAGE delivered and not yet settled."""
+
+    __slots__ = ("frame_index", "row", "subscription", "keys", "delivered", "held")
+
+    def __init__(
+        self,
+        frame_index: int,
+        row: MessageRow,  # emitted once settled
+        subscription: Subscription,
+        keys: tuple[str, ...],
+        delivered: Stamp,
+        held: int,  # bytes of memory it holds (`held_bytes`)
+    ) -> None:
+        self.frame_index = frame_index
+        self.row = row
+        self.subscription = subscription
+        self.keys = keys
+        self.delivered = delivered
+        self.held = held
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.frame_index!r}, {self.keys!r})"
 
 
-@dataclass(slots=True)
 class SpilledDelivery(Delivery):
-    """A delivery found among the spilled ones (`DeliveryLedger.find`): its row read back."""
+    """A delivery found among the spilled ones (`DeliveryLedger.find`): its row read back. Never
+    carried: it is settled or dropped as soon as it is found."""
 
-    slot: int = -1
+    __slots__ = ("slot",)
+
+    def __init__(
+        self,
+        frame_index: int,
+        row: MessageRow,
+        subscription: Subscription,
+        keys: tuple[str, ...],
+        delivered: Stamp,
+        held: int,
+        slot: int,
+    ) -> None:
+        super().__init__(frame_index, row, subscription, keys, delivered, held)
+        self.slot = slot
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("a spilled delivery is not carried")
 
 
 def held_bytes(head_bytes: int, preview: str | None, body: bytes | None) -> int:

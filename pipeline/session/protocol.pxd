@@ -5,7 +5,9 @@
 import cython
 
 # Aliased: protocol.py imports the Python names itself.
+from pipeline.session.deliveries cimport Delivery as CDelivery
 from pipeline.session.deliveries cimport DeliveryLedger as CDeliveryLedger
+from pipeline.session.deliveries cimport Subscription as CSubscription
 from pipeline.session.message_rows cimport AckFields as CAckFields
 from pipeline.session.message_rows cimport MessageFields as CMessageFields
 from pipeline.session.outbox cimport Outbox as COutbox
@@ -23,11 +25,12 @@ cdef class ProtocolState:
 
     cpdef on_frame(self, direction, index, dict headers, CFrame frame, body, at)
     cpdef _on_send(self, index, dict headers, frame, body, at)
+    @cython.locals(subscription=CSubscription)
     cpdef _on_message(self, index, dict headers, frame, body, at)
     cpdef _on_ack(self, index, dict headers, frame, body, at)
     cpdef _on_receipt(self, index, dict headers, frame, body, at)
     cpdef _violation(self, kind, direction, at, offset, detail)
     cpdef _answer_receipt(self, receipt_id, outcome, at, offset)
     # the rows' and the stamp's fields read and set as C struct members
-    @cython.locals(named=CMessageFields)
+    @cython.locals(named=CMessageFields, delivery=CDelivery, subscription=CSubscription)
     cpdef _apply_ack(self, CAckFields row, tuple keys, CStamp at)

@@ -339,3 +339,31 @@ def test_a_ledger_carried_without_recent_ids_resumes_with_none_remembered() -> N
     resumed = DeliveryLedger.__new__(DeliveryLedger)
     resumed.__setstate__((None, state))
     assert not resumed.seen_before("m-1") and resumed.seen_before("m-1")
+
+
+def test_subscriptions_and_deliveries_pickle_as_classes_with_slots() -> None:
+    """Compiled, both are extension types: carried, they pickle as the source's classes with
+    ``__slots__`` do (state ``(None, {slot: value})``), so either twin resumes the other's, and
+    a connection carried before they were extension types resumes too."""
+    from pipeline.session.deliveries import Delivery, Subscription
+    from pipeline.session.streams import Stamp
+
+    subscription = Subscription("0", "/queue/a", "client", None, {"id": "0"}, 3, Stamp(T0))
+    delivery = Delivery(7, None, subscription, ("a7", "m7"), Stamp(T0 + MS), 2_100)  # type: ignore[arg-type]
+    subscription.pending[7] = delivery
+    subscription.acked = 2
+    assert delivery.__reduce_ex__(2)[2] == (
+        None,
+        {name: getattr(delivery, name) for name in Delivery.__slots__},
+    )
+    carried = pickle.loads(pickle.dumps(delivery))
+    assert (carried.frame_index, carried.keys, carried.held) == (7, ("a7", "m7"), 2_100)
+    assert carried.delivered.ts_ns == T0 + MS
+    resumed = carried.subscription
+    assert (resumed.sub_id, resumed.ack_mode, resumed.acked, resumed.frame_index) == (
+        "0",
+        "client",
+        2,
+        3,
+    )
+    assert resumed.pending[7] is carried
