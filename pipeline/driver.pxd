@@ -1,5 +1,5 @@
-# Compiled from driver.py (pipeline.compiled.SOURCE_MODULES): the driver as an extension type,
-# its in-order path calling the tracker and the model typed.
+# Compiled from driver.py (pipeline.compiled.SOURCE_MODULES): the driver and its state as extension
+# types, its in-order path calling the tracker and the model typed.
 
 import cython
 
@@ -8,8 +8,15 @@ from pipeline.session.model cimport SessionModel as CSessionModel
 from pipeline.tls.transport cimport TlsTransport as CTlsTransport
 
 
+cdef class DriverState:
+    cdef public CConnectionTracker tracker
+    cdef public CSessionModel model
+    cdef public object transport
+
+
 cdef class ConnectionDriver:
-    cdef public object config, _state, _first_source
+    cdef public object config, _first_source
+    cdef public DriverState _state
     cdef public dict _out
     cdef public list _ended
 

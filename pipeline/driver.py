@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import DEFAULT_BROKER_PORTS, FIN, RST, Direction
 from pipeline.reassembly import Closed, Conflict, Data, Gap, Opened, Segment
@@ -55,15 +56,28 @@ class DriverConfig:
     websocket_max_held: int = MAX_HEAD
 
 
-@dataclass(slots=True)
 class DriverState:
     """Everything needed to continue a connection in a later batch."""
 
-    tracker: ConnectionTracker
-    model: SessionModel | None
-    # What carries STOMP: plain TCP, WebSocket after an HTTP upgrade (pipeline.websocket), either
-    # of them inside TLS (pipeline.tls).
-    transport: Transport | TlsTransport | None = None
+    __slots__ = ("tracker", "model", "transport")
+
+    def __init__(
+        self,
+        tracker: ConnectionTracker,
+        model: SessionModel | None,
+        # What carries STOMP: plain TCP, WebSocket after an HTTP upgrade (pipeline.websocket),
+        # either of them inside TLS (pipeline.tls).
+        transport: Transport | TlsTransport | None = None,
+    ) -> None:
+        self.tracker = tracker
+        self.model = model
+        self.transport = transport
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
 
 class ConnectionDriver:

@@ -33,7 +33,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pipeline.compiled import slot_values
+from pipeline.compiled import set_slot_values, slot_values
 from pipeline.ingest.records import TcpPacket
 from pipeline.net import ACK, FIN, RST, SYN, Endpoint, FlowEnds, flow_ends
 from pipeline.reassembly.stream import StreamEvent, StreamReassembler
@@ -63,22 +63,76 @@ def connection_id(
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-@dataclass(slots=True)
 class Connection:
-    connection_id: str
-    client_ip: str
-    client_port: int
-    server_ip: str
-    server_port: int
-    role_source: str  # "syn" | "syn_ack" | "broker_port" | "unknown"
-    first_ts_ns: int
-    last_ts_ns: int
-    client_isn: int | None = None
-    server_isn: int | None = None
-    client_end: str = "none"  # how the client's direction ended: "fin" | "rst" | "none"
-    server_end: str = "none"
-    client_packets: int = 0
-    server_packets: int = 0
+    """One TCP connection of a 4-tuple: its ends, how their roles were told, its times, and how
+    each direction ended."""
+
+    __slots__ = (
+        "connection_id",
+        "client_ip",
+        "client_port",
+        "server_ip",
+        "server_port",
+        "role_source",
+        "first_ts_ns",
+        "last_ts_ns",
+        "client_isn",
+        "server_isn",
+        "client_end",
+        "server_end",
+        "client_packets",
+        "server_packets",
+    )
+
+    def __init__(
+        self,
+        connection_id: str,
+        client_ip: str,
+        client_port: int,
+        server_ip: str,
+        server_port: int,
+        role_source: str,  # "syn" | "syn_ack" | "broker_port" | "unknown"
+        first_ts_ns: int,
+        last_ts_ns: int,
+        client_isn: int | None = None,
+        server_isn: int | None = None,
+    ) -> None:
+        self.connection_id = connection_id
+        self.client_ip = client_ip
+        self.client_port = client_port
+        self.server_ip = server_ip
+        self.server_port = server_port
+        self.role_source = role_source
+        self.first_ts_ns = first_ts_ns
+        self.last_ts_ns = last_ts_ns
+        self.client_isn = client_isn
+        self.server_isn = server_isn
+        self.client_end = "none"  # how the client's direction ended: "fin" | "rst" | "none"
+        self.server_end = "none"
+        self.client_packets = 0
+        self.server_packets = 0
+
+    def fields(self) -> tuple[object, ...]:
+        """What the connection is: compared and shown."""
+        return tuple(getattr(self, name) for name in Connection.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        fields = zip(Connection.__slots__, self.fields(), strict=True)
+        pairs = ", ".join(f"{name}={value!r}" for name, value in fields)
+        return f"Connection({pairs})"
+
+    def __getstate__(self) -> tuple[None, dict[str, object]]:
+        return slot_values(self)
+
+    def __setstate__(self, state: tuple[None, dict[str, object]]) -> None:
+        set_slot_values(self, state)
 
     @property
     def client(self) -> Endpoint:
@@ -222,9 +276,12 @@ class ConnectionTracker:
         """`StreamReassembler.in_order_position` of this sender's direction, when `add_run`
         could take its packets; else None."""
         known = self._known_sender(src_ip, src_port)
-        if known is None or known[0].closed:
+        if known is None:
             return None
-        return known[1].in_order_position()
+        conn, stream, _ = known
+        if conn.closed:
+            return None
+        return stream.in_order_position()
 
     def add_run(
         self, src_ip: str, src_port: int, data: bytes, sizes: list[int], ts_ns: int, last_ns: int

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pipeline.ingest.records import ACK, FIN, PSH, RST, SYN, TcpPacket
 from pipeline.reassembly.connections import (
     Closed,
+    Connection,
     ConnectionEvent,
     ConnectionTracker,
     Opened,
@@ -384,3 +385,17 @@ def test_add_run_is_add_for_the_packets_that_continue() -> None:
     assert taken >= 4
     assert fast_events == plain_events
     assert pickle.dumps(fast) == pickle.dumps(plain)
+
+
+def test_a_connection_compares_by_its_fields_and_pickles_as_a_class_with_slots() -> None:
+    """Compiled, it is an extension type: carried, it pickles as the source's class with
+    ``__slots__`` does, so either twin (or a release before) resumes the other's."""
+    conn = Connection("c1", "10.0.0.1", 40000, "10.0.0.2", 61613, "syn", 5, 9, 100, None)
+    conn.client_end, conn.client_packets = "fin", 3
+    state = conn.__reduce_ex__(2)[2]
+    assert state == (None, {name: getattr(conn, name) for name in Connection.__slots__})
+    carried = pickle.loads(pickle.dumps(conn))
+    assert carried == conn and carried is not conn and repr(carried) == repr(conn)
+    assert (carried.client_packets, carried.server_packets, carried.server_end) == (3, 0, "none")
+    carried.swap_roles()
+    assert carried != conn and carried.client == conn.server
