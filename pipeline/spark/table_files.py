@@ -38,6 +38,7 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 # flow pass's files are 15% smaller (116 MB of capture: 5.63 against 6.61 MB), their writing a
 # little faster.
 DICTIONARY_PAGE_BYTES = 32 << 10
+DIGEST_SUFFIX = "_sha256"  # a column of hex digests (`column_encodings`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,31 @@ def dictionary_columns(table: str) -> list[str]:
         if column.physical_type == "BYTE_ARRAY"
         and str(column.logical_type) == "String"
         and "." not in column.path
+        and column.path not in column_encodings(table)
     ]
+
+
+@functools.cache
+def column_encodings(table: str) -> dict[str, str]:
+    """The top-level columns written in an encoding other than plain, as Parquet's own delta
+    encodings (every Parquet reader reads them; Spark's vectorized reader too).
+
+    - 64-bit integers and times (`DELTA_BINARY_PACKED`): offsets, indexes and capture times
+      grow row by row, and their differences take a few bits. Written in half the time of
+      plain values that zstd then compresses (small messages: the frames table's ten such
+      columns 6.4 against 13.5 ms for 42,300 rows), and most are smaller too (the frame
+      index 0.8 against 40 KB, a capture time 60 against 80 KB).
+    - Digests (`DELTA_LENGTH_BYTE_ARRAY`): values of one length that never repeat but for
+      equal bodies; their lengths take a few bytes a page, their text goes to zstd without a
+      length between each two. A body's sha256: 3.8 against 6.4 ms and 895 against 949 KB.
+    """
+    encodings = {}
+    for field in file_schema(table):
+        if pa.types.is_int64(field.type) or pa.types.is_timestamp(field.type):
+            encodings[field.name] = "DELTA_BINARY_PACKED"
+        elif field.name.endswith(DIGEST_SUFFIX) and pa.types.is_string(field.type):
+            encodings[field.name] = "DELTA_LENGTH_BYTE_ARRAY"
+    return encodings
 
 
 def partition_folder(names: tuple[str, ...], values: tuple[object, ...]) -> str:
@@ -186,6 +211,7 @@ class TableFileWriter:
             compression=COMPRESSION,
             dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
             use_dictionary=dictionary_columns(table),
+            column_encoding=column_encodings(table),
             write_statistics=statistics_columns(stored),
         )
         self._writers[key] = (writer, relative)

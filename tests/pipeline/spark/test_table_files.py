@@ -8,13 +8,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 import schemas
+from pipeline.lake.commit import DataFile, app_id_for, commit_files
 from pipeline.lake.stats import file_stats
 from pipeline.spark.table_files import (
     DICTIONARY_PAGE_BYTES,
     ROW_GROUP_ROWS,
     TableFileWriter,
+    column_encodings,
     dictionary_columns,
     file_schema,
     statistics_columns,
@@ -125,10 +130,69 @@ def test_free_text_and_bodies_get_no_parquet_statistics() -> None:
 @pytest.mark.parametrize("table", schemas.TABLES)
 def test_only_top_level_text_columns_keep_a_dictionary(table: str) -> None:
     """The headers' keys and values are written plain: no reader filters row groups by a
-    nested column's dictionary, and zstd makes them as small without one."""
+    nested column's dictionary, and zstd makes them as small without one. Digests keep none
+    either: they never repeat but for equal bodies."""
     stored = file_schema(table)
     text = [f.name for f in stored if pa.types.is_string(f.type)]
-    assert dictionary_columns(table) == text
+    assert dictionary_columns(table) == [name for name in text if not name.endswith("_sha256")]
+
+
+def test_numbers_times_and_digests_are_written_in_delta_encodings(tmp_path: Path) -> None:
+    rows = [frame_row(index) | {"body_sha256": hashlib.sha256(b"%d" % index).hexdigest()}
+            for index in range(50)]  # fmt: skip
+    (written,) = write_table_rows("frames", rows, str(tmp_path), "b-5")
+    group = pq.read_metadata(tmp_path / written.path).row_group(0)
+    encodings = {c.path_in_schema: c.encodings for c in map(group.column, range(group.num_columns))}
+    for name in ("frame_index", "ts", "ts_ns", "stream_offset", "content_length"):
+        assert "DELTA_BINARY_PACKED" in encodings[name], name
+    assert "DELTA_LENGTH_BYTE_ARRAY" in encodings["body_sha256"]
+    assert column_encodings("frames")["ts_end_ns"] == "DELTA_BINARY_PACKED"
+    assert "body_sha256" in column_encodings("messages")
+    assert "ack_id" not in column_encodings("acks")  # other text: a dictionary while it repeats
+    assert "RLE_DICTIONARY" in encodings["command"]  # text that repeats keeps its dictionary
+    back = pq.read_table(tmp_path / written.path)
+    assert back.column("body_sha256").to_pylist() == [row["body_sha256"] for row in rows]
+    assert back.column("ts_ns").to_pylist() == [row["ts_ns"] for row in rows]
+
+
+def test_spark_and_delta_readers_read_the_delta_encodings(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark's vectorized reader and delta-rs read every column as written."""
+    rows = [frame_row(index) | {"body_sha256": hashlib.sha256(b"%d" % index).hexdigest()}
+            for index in range(50)]  # fmt: skip
+    (written,) = write_table_rows("frames", rows, str(tmp_path / "files"), "b-6")
+    path = tmp_path / "files" / written.path
+    expected = pq.read_table(path)
+    read = spark.read.parquet(str(path)).orderBy("frame_index")
+    columns = ["frame_index", "ts_ns", "ts_end_ns", "tcp_offset", "body_sha256"]
+    assert [tuple(r) for r in read.select(*columns, F.unix_micros("ts")).collect()] == list(
+        zip(
+            *(expected.column(c).to_pylist() for c in columns),
+            [row["ts_ns"] // 1000 for row in rows],
+            strict=True,
+        )
+    )
+    spec = schemas.load("frames")
+    data_file = DataFile(
+        written.path,
+        path.stat().st_size,
+        {"date": "2025-01-15"},
+        1,
+        written.rows,
+        file_stats(pq.read_metadata(path)),
+    )
+    commit_files(
+        tmp_path / "files",
+        [data_file],
+        schema=spec.arrow_schema(),
+        partition_by=list(spec.partition_by),
+        app_id=app_id_for("frames"),
+        batch_id="b-6",
+        seq=1,
+    )
+    delta = DeltaTable(tmp_path / "files").to_pyarrow_table().select(expected.column_names)
+    assert delta.sort_by("frame_index").equals(expected)
 
 
 def test_header_columns_are_written_without_a_dictionary(tmp_path: Path) -> None:
