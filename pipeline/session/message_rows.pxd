@@ -26,6 +26,11 @@ cdef class AckFields:
     cpdef fill(self, tuple held)
 
 
+@cython.locals(user=dict)
+cpdef dict user_headers(dict headers)
+
+cpdef parse_length(value)
+
 @cython.locals(row=MessageFields)
 cpdef message_row(
     session_id, direction, frame_index, command, dict headers, tuple body, ts_ns, ack_mode

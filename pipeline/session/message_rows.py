@@ -21,7 +21,44 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import schemas
 from pipeline.net import Direction
 from pipeline.session.clock import to_datetime
-from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, Body, parse_length, user_headers
+from pipeline.session.rows import DATE_COLUMN, NS_SUFFIX, Body
+
+# Headers with their own messages column; every other header is a "user header".
+MESSAGE_HEADERS: frozenset[str] = frozenset(
+    {
+        "destination",
+        "message-id",
+        "subscription",
+        "ack",
+        "transaction",
+        "content-type",
+        "content-length",
+        "receipt",
+    }
+)
+
+
+def user_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers without those with a column of their own, in their order (a copy less the
+    standard names: a third faster than choosing header by header)."""
+    user = headers.copy()
+    for name in _MESSAGE_HEADER_NAMES:
+        user.pop(name, None)  # on a dict typed as such (message_rows.pxd): a C call
+    return user
+
+
+_MESSAGE_HEADER_NAMES = tuple(MESSAGE_HEADERS)
+
+
+def parse_length(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        length = int(value)
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
 
 MESSAGE_FIELDS: tuple[str, ...] = (
     "session_id",

@@ -11,7 +11,15 @@ from pipeline.net import Direction
 from pipeline.session import message_rows
 from pipeline.session.clock import to_datetime
 from pipeline.session.deliveries import settle_message
-from pipeline.session.message_rows import AckRow, MessageRow, SlotRow, ack_row, message_row
+from pipeline.session.message_rows import (
+    AckRow,
+    MessageRow,
+    SlotRow,
+    ack_row,
+    message_row,
+    parse_length,
+    user_headers,
+)
 from pipeline.session.streams import make_stamp
 from pipeline.spark.arrow_rows import row_batch, row_struct, slot_batch
 
@@ -87,6 +95,17 @@ def test_make_splits_standard_and_user_headers() -> None:
     assert (row.ack_outcome, row.ack_latency_ms, row.ack_frame_index) == ("ACK", 2.5, 9)
     assert row.acked_at_ns == T0 + 2_500_000
     assert _messages()[3].content_length is None
+
+
+@pytest.mark.parametrize(("value", "length"), [("12", 12), (None, None), ("x", None), ("-1", None)])
+def test_parse_length(value: str | None, length: int | None) -> None:
+    assert parse_length(value) == length
+
+
+def test_user_headers_are_the_others_in_their_order() -> None:
+    headers = {"x-b": "1", "destination": "/queue/a", "x-a": "2", "receipt": "r", "ack": "a"}
+    assert list(user_headers(headers).items()) == [("x-b", "1"), ("x-a", "2")]
+    assert user_headers({}) == {} and user_headers(HEADERS) is not HEADERS
 
 
 def test_a_row_reads_as_its_tables_columns() -> None:

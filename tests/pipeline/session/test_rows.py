@@ -1,17 +1,10 @@
 from __future__ import annotations
 
-import pytest
-
-from pipeline.session.rows import heartbeat_row, parse_length
+from pipeline.session.rows import heartbeat_row
 from pipeline.session.streams import make_stamp
 
 T0 = 1_700_000_000_000_000_000
 AT = make_stamp(T0)
-
-
-@pytest.mark.parametrize(("value", "length"), [("12", 12), (None, None), ("x", None), ("-1", None)])
-def test_parse_length(value: str | None, length: int | None) -> None:
-    assert parse_length(value) == length
 
 
 def test_heartbeat_row_lateness_uses_the_configured_thresholds() -> None:
