@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import duckdb
+import polars
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -159,8 +160,8 @@ def test_numbers_times_and_digests_are_written_in_delta_encodings(tmp_path: Path
 def test_spark_and_delta_readers_read_the_delta_encodings(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Spark's vectorized reader, delta-rs and DuckDB (validation's) read every column as
-    written."""
+    """Spark's vectorized reader, delta-rs, DuckDB (validation's) and Polars read every column
+    as written."""
     rows = [frame_row(index) | {"body_sha256": hashlib.sha256(b"%d" % index).hexdigest()}
             for index in range(50)]  # fmt: skip
     (written,) = write_table_rows("frames", rows, str(tmp_path / "files"), "b-6")
@@ -177,6 +178,8 @@ def test_spark_and_delta_readers_read_the_delta_encodings(
     )
     by_duckdb = duckdb.connect().execute(f"SELECT * FROM read_parquet('{path}')").arrow()
     assert by_duckdb.read_all().select(columns).to_pylist() == expected.select(columns).to_pylist()
+    by_polars = polars.read_parquet(path).select(columns)
+    assert by_polars.to_dicts() == expected.select(columns).to_pylist()
     spec = schemas.load("frames")
     data_file = DataFile(
         written.path,
